@@ -1,0 +1,22 @@
+"""The Typer application and the registry of its commands.
+
+Each command lives in its own module (``cli/<command>.py``) exposing one function; this
+module only wires them in. Command modules import heavy dependencies (torch, matplotlib,
+uvicorn) inside the function so ``gpubalance --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="gpubalance",
+    help="Keep GPU work balanced and GPU fleets right-sized for AI inference.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+
+# --- command registration: one line per command -------------------------------------
+# (keep each registration on its own line so parallel additions do not conflict)

@@ -1,0 +1,13 @@
+"""Cost models: what one unit of GPU work costs, in seconds (layer 1)."""
+
+from gpubalance.cost.base import CallableCost, CostModel, as_cost_model
+from gpubalance.cost.token import FitReport, TokenCostModel, fit_token_cost_model
+
+__all__ = [
+    "CallableCost",
+    "CostModel",
+    "FitReport",
+    "TokenCostModel",
+    "as_cost_model",
+    "fit_token_cost_model",
+]

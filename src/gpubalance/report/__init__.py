@@ -1,0 +1,1 @@
+"""Rendering only: Rich tables, JSON and self-contained HTML (layer 4)."""
