@@ -114,10 +114,10 @@ def test_bad_generator_arguments(kwargs: dict[str, object], match: str) -> None:
 
 def test_bad_profile_file_names_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
     p = tmp_path / "p.yaml"
+    dist = "{percentiles: {0: 1, 100: 2}, lognormal_mu: 0, lognormal_sigma: 1, mean: 1}"
     p.write_text(
         "name: x\nrequests: 5\nduration_s: 1\nrate_rps: -2\ninterarrival_cv: 1\n"
-        "input_tokens: {percentiles: {0: 1, 100: 2}, lognormal_mu: 0, lognormal_sigma: 1, mean: 1}\n"
-        "output_tokens: {percentiles: {0: 1, 100: 2}, lognormal_mu: 0, lognormal_sigma: 1, mean: 1}\n"
+        f"input_tokens: {dist}\noutput_tokens: {dist}\n"
     )
     with pytest.raises(UserInputError, match=r"p\.yaml:4: field 'rate_rps'"):
         WorkloadProfile.load(p)
