@@ -20,3 +20,7 @@ app = typer.Typer(
 
 # --- command registration: one line per command -------------------------------------
 # (keep each registration on its own line so parallel additions do not conflict)
+from gpubalance.cli import loadtest as loadtest_cmd  # noqa: E402
+app.command("loadtest")(loadtest_cmd.loadtest)
+from gpubalance.cli import diagnose as diagnose_cmd  # noqa: E402
+app.command("diagnose")(diagnose_cmd.diagnose)
