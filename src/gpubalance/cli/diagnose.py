@@ -8,7 +8,7 @@ import typer
 
 
 def diagnose(
-    traces: list[Path] = typer.Argument(  # noqa: B008
+    traces: list[Path] = typer.Argument(
         ...,
         help="Trace directory (or files): gpubalance tracer files (*.gpbt) and/or PyTorch "
         "profiler chrome traces (*.json, *.json.gz), one per rank.",
@@ -44,7 +44,8 @@ def diagnose(
     if html is not None:
         write_diagnosis_html(diag, html)
     if json_out:
-        typer.echo(orjson.dumps(diagnosis_to_json(diag), option=orjson.OPT_SERIALIZE_NUMPY).decode())
+        doc = orjson.dumps(diagnosis_to_json(diag), option=orjson.OPT_SERIALIZE_NUMPY)
+        typer.echo(doc.decode())
         return
     console = Console()
     print_diagnosis(console, diag)

@@ -92,7 +92,7 @@ def launch_local(
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
-                preexec_fn=_pin if cpus is not None else None,  # noqa: PLW1509
+                preexec_fn=_pin if cpus is not None else None,
             )
         )
     deadline = time.monotonic() + timeout_s
