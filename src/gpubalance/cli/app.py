@@ -24,3 +24,7 @@ from gpubalance.cli import loadtest as loadtest_cmd  # noqa: E402
 app.command("loadtest")(loadtest_cmd.loadtest)
 from gpubalance.cli import diagnose as diagnose_cmd  # noqa: E402
 app.command("diagnose")(diagnose_cmd.diagnose)
+from gpubalance.cli import serve as serve_cmd  # noqa: E402
+app.command("serve")(serve_cmd.serve)
+from gpubalance.cli import emulate as emulate_cmd  # noqa: E402
+app.command("emulate")(emulate_cmd.emulate)
