@@ -24,7 +24,7 @@ from gpubalance.loadtest.records import RequestRecord, RequestSpec
 if TYPE_CHECKING:  # pragma: no cover
     import aiohttp
 
-__all__ = ["send_one"]
+__all__ = ["fetch_model_id", "send_one"]
 
 _DETAIL_MAX = 200
 
@@ -182,3 +182,35 @@ async def send_one(
     if rec.ok and not endpoint.streaming:
         rec.ttft_s = rec.end_s - rec.sent_s
     return rec
+
+
+async def fetch_model_id(url: str, timeout_s: float = 5.0) -> str | None:
+    """The first model id listed at ``<base>/v1/models``, or None if the server cannot be
+    reached or does not answer like OpenAI (the load test then reports the failures)."""
+    import aiohttp
+    from yarl import URL
+
+    base = URL(url)
+    path = base.path
+    for suffix in ("/chat/completions", "/completions", "/embeddings"):
+        if path.endswith(suffix):
+            path = path[: -len(suffix)]
+            break
+    models = base.with_path(
+        path.rstrip("/") + ("/models" if path.endswith("/v1") else "/v1/models")
+    )
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session,
+            session.get(models) as resp,
+        ):
+            if resp.status != 200:
+                return None
+            data = orjson.loads(await resp.read())
+    except (aiohttp.ClientError, OSError, TimeoutError, orjson.JSONDecodeError):
+        return None
+    items = data.get("data") if isinstance(data, dict) else None
+    if isinstance(items, list) and items and isinstance(items[0], dict):
+        mid = items[0].get("id")
+        return mid if isinstance(mid, str) else None
+    return None
