@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpubalance.hardware.catalog_file import load_catalog_entries
 from gpubalance.hardware.names import NameIndex
@@ -76,6 +76,13 @@ class GpuSpec(BaseModel):
     price_source: str = Field(description="Where the default price comes from.")
     price_as_of: str = Field(description="When that price was listed (YYYY-MM).")
     spec_source: str = Field(description="Where the technical figures come from.")
+
+    @field_validator("aliases", mode="before")
+    @classmethod
+    def _aliases_as_text(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [str(v) if isinstance(v, int | float) else v for v in value]
+        return value
 
     @model_validator(mode="after")
     def _check_memory(self) -> GpuSpec:

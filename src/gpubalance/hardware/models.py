@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpubalance.config import load_mapping
 from gpubalance.errors import UserInputError
@@ -131,6 +131,13 @@ class ModelSpec(BaseModel):
     )
     moe: MoeSpec | None = Field(default=None, description="Mixture-of-experts layout, if any.")
     source: str = Field(default="", description="Where these numbers come from.")
+
+    @field_validator("aliases", mode="before")
+    @classmethod
+    def _aliases_as_text(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [str(v) if isinstance(v, int | float) else v for v in value]
+        return value
 
     @model_validator(mode="before")
     @classmethod
