@@ -85,8 +85,15 @@ def test_tp_beyond_kv_heads_replicates_one_head_per_gpu() -> None:
     bad = estimate_memory(get_gpu("H100"), m, "bf16", tp=8)
     assert not bad.fits and "not divisible by tp=8" in bad.reason
     toy = ModelSpec(
-        name="toy", num_layers=4, hidden_size=1024, num_attention_heads=16, num_kv_heads=2,
-        head_dim=64, intermediate_size=4096, vocab_size=1000, max_context_tokens=4096,
+        name="toy",
+        num_layers=4,
+        hidden_size=1024,
+        num_attention_heads=16,
+        num_kv_heads=2,
+        head_dim=64,
+        intermediate_size=4096,
+        vocab_size=1000,
+        max_context_tokens=4096,
     )
     lay = shard_layout(toy, 8)
     assert lay.valid and lay.kv_heads_per_gpu == 1 and lay.heads_per_gpu == 2
@@ -101,8 +108,9 @@ def test_small_gpu_reports_kv_shortfall_against_context() -> None:
     assert est.kv_capacity_tokens == int(est.kv_budget_bytes_per_gpu // 2_097_152) * 16
     assert est.kv_capacity_tokens < 32768 and not est.fits
     assert "less than one 32,768-token sequence" in est.reason
-    assert estimate_memory(get_gpu("L4"), get_model("Llama-3.1-8B"), "bf16",
-                           context_tokens=8192).fits
+    assert estimate_memory(
+        get_gpu("L4"), get_model("Llama-3.1-8B"), "bf16", context_tokens=8192
+    ).fits
 
 
 def test_more_tp_gives_more_kv_tokens() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -85,7 +86,7 @@ def test_kv_bytes_per_token_uses_kv_heads() -> None:
 
 
 def test_unknown_model_suggests_nearest() -> None:
-    with pytest.raises(UserInputError, match="did you mean 'Llama-3.1-8B'"):
+    with pytest.raises(UserInputError, match=re.escape("did you mean 'Llama-3.1-8B'")):
         get_model("lama-3.1-8b")
 
 
@@ -181,8 +182,10 @@ def test_user_model_file_adds_and_overrides(tmp_path: Path) -> None:
     # by hand: embed+head 2*1000*64, attn per layer 64*64*2 + 2*64*32, mlp 3*64*128, norms 5*64
     assert tiny.total_parameters == 2 * 64000 + 2 * (8192 + 4096 + 24576) + 320
     bad = tmp_path / "bad.yaml"
-    bad.write_text("models:\n  Tiny2:\n    num_layers: 2\n    hidden_size: 64\n"
-                   "    num_attention_heads: 6\n    num_kv_heads: 4\n    intermediate_size: 8\n"
-                   "    vocab_size: 10\n    max_context_tokens: 8\n")
+    bad.write_text(
+        "models:\n  Tiny2:\n    num_layers: 2\n    hidden_size: 64\n"
+        "    num_attention_heads: 6\n    num_kv_heads: 4\n    intermediate_size: 8\n"
+        "    vocab_size: 10\n    max_context_tokens: 8\n"
+    )
     with pytest.raises(UserInputError, match="multiple of num_kv_heads"):
         load_model_catalog(bad)

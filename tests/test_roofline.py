@@ -106,9 +106,11 @@ def test_tp_speeds_up_decode_but_not_linearly() -> None:
 def test_efficiency_scales_the_roofline() -> None:
     ideal = RooflineModel.from_names("H100", "llama-3.1-8b", efficiency=IDEAL)
     half_bw = RooflineModel.from_names(
-        "H100", "llama-3.1-8b",
-        efficiency=RooflineEfficiency(compute_efficiency=1, bandwidth_efficiency=0.5,
-                                      comm_efficiency=1, overhead_s=0.002),
+        "H100",
+        "llama-3.1-8b",
+        efficiency=RooflineEfficiency(
+            compute_efficiency=1, bandwidth_efficiency=0.5, comm_efficiency=1, overhead_s=0.002
+        ),
     )
     t0 = ideal.iteration_time_s(0, 0, 1, 1000)
     assert half_bw.iteration_time_s(0, 0, 1, 1000) == pytest.approx(2 * t0 + 0.002)
@@ -134,8 +136,15 @@ def test_cost_s_closed_form_across_compute_memory_crossover() -> None:
     model = get_model("llama-3.1-8b")
     bw = 1e12
     flops = (32 / 8) * bw / 1.01  # (heads/kv_heads) x (B/F) = 1.01
-    gpu = GpuSpec(**{**h100.model_dump(), "name": "slow", "aliases": [],
-                     "bf16_flops_per_s": flops, "memory_bandwidth_bytes_per_s": bw})
+    gpu = GpuSpec(
+        **{
+            **h100.model_dump(),
+            "name": "slow",
+            "aliases": [],
+            "bf16_flops_per_s": flops,
+            "memory_bandwidth_bytes_per_s": bw,
+        }
+    )
     m = RooflineModel(gpu, model, "bf16", 1, IDEAL)
     for i, o in [(10, 300), (50, 60), (99, 3), (100, 2), (150, 40)]:
         assert m.cost_s(i, o) == pytest.approx(_brute_force_cost(m, i, o), rel=1e-12)
