@@ -6,8 +6,9 @@ Definitions (seconds, per rank ``r`` and step ``s``):
 - job time lost at step ``s`` to the slowest rank = ``max_r B - median_r B``;
 - sync wait ``W[r,s]`` = ``sync[r,s] - min_r sync[:,s]``: time at collectives spent waiting
   for the slowest rank (the fastest arrival waits the most, the last one the least);
-- a rank *straggles* at step ``s`` when it has the largest ``B`` and exceeds the median by
-  more than ``threshold`` (``max(rel_threshold * median step time, 4 robust sigmas)``);
+- a rank *straggles* at step ``s`` when its ``B`` exceeds the median over ranks by
+  more than ``threshold`` (``max(rel_threshold * median step time, 4 robust sigmas of
+  the step-to-step jitter)``);
   *persistent* when it does so in at least ``persistent_share`` of the steps, *occasional*
   when in at least ``min_occasional_steps`` steps and ``occasional_share`` of them;
 - its excess is split by phase (data / compute / other) against the per-step median of the
@@ -118,10 +119,11 @@ def detect_stragglers(busy_s: np.ndarray, opts: AnalysisOptions) -> StragglerMas
     """Default straggler rule (see module docstring); ``busy_s`` is (R, S)."""
     med = np.median(busy_s, axis=0)
     excess = busy_s - med
-    mad = np.median(np.abs(excess))
+    # jitter: step-to-step variation of each rank's excess around its own typical excess
+    jitter = excess - np.median(excess, axis=1, keepdims=True)
+    mad = np.median(np.abs(jitter))
     threshold = max(opts.rel_threshold * float(np.median(med)), opts.robust_sigmas * 1.4826 * mad)
-    is_max = busy_s == busy_s.max(axis=0, keepdims=True)
-    slow = is_max & (excess > threshold)
+    slow = excess > threshold
     if busy_s.shape[0] < 2:
         slow[:] = False
     return StragglerMask(slow=slow, excess_s=excess, threshold_s=threshold)
@@ -213,23 +215,33 @@ def analyze(
             )
         )
 
-    # hosts whose every rank straggles (only meaningful with several hosts)
+    # hosts slower than the others: per step, the host's mean busy time against the median
+    # of the other hosts' means (only meaningful with several hosts)
     hosts = sorted(set(ts.hosts))
     if len(hosts) > 1:
-        for h in hosts:
-            rows = [i for i in range(R) if ts.hosts[i] == h]
-            if len(rows) >= 2 and all(i in straggler_rows for i in rows):
-                lost = float(sum(f.lost_s for f in findings if f.host == h))
+        host_rows = {h: [i for i in range(R) if ts.hosts[i] == h] for h in hosts}
+        host_mean = np.stack([busy[host_rows[h]].mean(axis=0) for h in hosts])  # (H, S)
+        for k, h in enumerate(hosts):
+            others = np.delete(host_mean, k, axis=0)
+            h_excess = host_mean[k] - np.median(others, axis=0)
+            bad = h_excess > mask.threshold_s
+            if len(host_rows[h]) >= 2 and bad.mean() >= opts.persistent_share:
+                rows = host_rows[h]
                 findings.append(
                     Finding(
                         kind="slow_host",
-                        title=f"host {h}: all its ranks straggle",
+                        title=f"host {h}: all its ranks are slow",
                         rank=None,
                         host=h,
                         phase="step",
-                        lost_s=lost,
-                        evidence={"ranks": [int(ts.ranks[i]) for i in rows]},
+                        lost_s=float(h_excess[bad].sum()),
+                        evidence={
+                            "ranks": [int(ts.ranks[i]) for i in rows],
+                            "slow_steps": int(bad.sum()),
+                            "mean_excess_s": float(h_excess[bad].mean()),
+                        },
                         fix=FIXES["slow_host"],
+                        persistence="persistent",
                         ranks=[int(ts.ranks[i]) for i in rows],
                     )
                 )
@@ -293,7 +305,7 @@ def analyze(
     spread = 1.4826 * float(np.median(np.abs(step_max - base)))
     limit = base + max(opts.outlier_sigmas * spread, 0.5 * base)
     out_idx = np.flatnonzero(step_max > limit)
-    if out_idx.size and out_idx.size <= max(opts.max_outlier_steps, int(0.02 * S)):
+    if out_idx.size and out_idx.size <= max(opts.max_outlier_steps, int(0.05 * S)):
         worst = out_idx[np.argsort(-step_max[out_idx])][: opts.max_outlier_steps]
         rows = np.argmax(busy[:, worst], axis=0)
         listed = []

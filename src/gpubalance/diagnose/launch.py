@@ -49,6 +49,8 @@ def launch_local(
 ) -> list[WorkerResult]:
     """Run ``nproc`` workers of ``python -m module args`` and wait for all of them.
 
+    A ``module`` ending in ``.py`` is run as a script path instead.
+
     ``env_per_rank[r]`` maps names to values (None removes the variable);
     ``affinity_per_rank[r]`` pins rank ``r`` to a CPU set before it starts;
     ``nnodes_hosts[r]`` sets GPUBALANCE_HOST to emulate ranks on different hosts.
@@ -87,7 +89,7 @@ def launch_local(
 
         procs.append(
             subprocess.Popen(
-                [sys.executable, "-m", module, *args],
+                [sys.executable, *([module] if module.endswith(".py") else ["-m", module]), *args],
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
