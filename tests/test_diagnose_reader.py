@@ -143,9 +143,8 @@ def test_tracer_writes_readable_file_and_appends_on_resume(tmp_path):
     assert rt.work.tolist() == [1.0, 2.0, 3.0]
     assert (rt.cat_s[:, CAT_DATA] > 0).all() and (rt.cat_s[:, CAT_SYNC] > 0).all()
     # resume: same run id appends, the step numbering continues
-    with PhaseTracer(tmp_path, rank=0, world_size=1, run_id="abc") as tr2:
-        with tr2.step(work=7):
-            pass
+    with PhaseTracer(tmp_path, rank=0, world_size=1, run_id="abc") as tr2, tr2.step(work=7):
+        pass
     rt2 = read_tracer_rank(tmp_path / "rank00000.gpbt")
     assert rt2.steps.tolist() == [0, 1, 2, 3]
     assert rt2.work[3] == 7.0
