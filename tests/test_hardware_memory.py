@@ -84,6 +84,7 @@ def test_tp_beyond_kv_heads_replicates_one_head_per_gpu() -> None:
     assert est.kv_bytes_per_token_per_gpu == 2 * 28 * 1 * 128 * 2
     bad = estimate_memory(get_gpu("H100"), m, "bf16", tp=8)
     assert not bad.fits and "not divisible by tp=8" in bad.reason
+    assert bad.kv_capacity_tokens == 0
     toy = ModelSpec(
         name="toy",
         num_layers=4,

@@ -28,3 +28,5 @@ from gpubalance.cli import serve as serve_cmd  # noqa: E402
 app.command("serve")(serve_cmd.serve)
 from gpubalance.cli import emulate as emulate_cmd  # noqa: E402
 app.command("emulate")(emulate_cmd.emulate)
+from gpubalance.cli import catalog as catalog_cmd  # noqa: E402
+app.command("catalog")(catalog_cmd.catalog)

@@ -21,6 +21,7 @@ from gpubalance.hardware.memory import (
     MemoryLine,
     ShardLayout,
     estimate_memory,
+    memory_fit_grid,
     shard_layout,
 )
 from gpubalance.hardware.models import (
@@ -63,6 +64,7 @@ __all__ = [
     "load_gpu_catalog",
     "load_hf_config",
     "load_model_catalog",
+    "memory_fit_grid",
     "precision_named",
     "resolve_model",
     "shard_layout",

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from gpubalance.hardware.gpus import GpuSpec
 from gpubalance.hardware.models import ModelSpec
@@ -38,6 +39,7 @@ __all__ = [
     "MemoryLine",
     "ShardLayout",
     "estimate_memory",
+    "memory_fit_grid",
     "shard_layout",
 ]
 
@@ -74,9 +76,9 @@ def shard_layout(model: ModelSpec, tp: int) -> ShardLayout:
     heads, kv = model.num_attention_heads, model.num_kv_heads
     valid, reason = True, ""
     if heads % tp:
-        valid, reason = False, f"{heads} attention heads are not divisible by tp={tp}"
+        valid, reason = False, f"{heads} attention heads not divisible by tp={tp}"
     elif kv >= tp and kv % tp:
-        valid, reason = False, f"{kv} KV heads are not divisible by tp={tp}"
+        valid, reason = False, f"{kv} KV heads not divisible by tp={tp}"
     elif kv < tp and tp % kv:
         valid, reason = False, f"tp={tp} is not a multiple of the {kv} KV heads"
     heads_pg = max(heads // tp, 1)
@@ -240,7 +242,8 @@ def estimate_memory(
     kv_budget = usable - weights_gpu - activation - overhead
     kv_token_gpu = 2.0 * model.num_layers * layout.kv_heads_per_gpu * d * kv_b
     kv_token = model.kv_bytes_per_token(kv_b)
-    blocks = int(kv_budget // (kv_token_gpu * block_size_tokens)) if kv_budget > 0 else 0
+    usable_kv = kv_budget > 0 and layout.valid
+    blocks = int(kv_budget // (kv_token_gpu * block_size_tokens)) if usable_kv else 0
     capacity = blocks * block_size_tokens
     per_seq_blocks = math.ceil(ctx / block_size_tokens)
     max_seqs = blocks // per_seq_blocks
@@ -332,3 +335,20 @@ def estimate_memory(
         max_concurrent_seqs=max_seqs,
         lines=tuple(lines),
     )
+
+
+def memory_fit_grid(
+    model: ModelSpec,
+    gpus: list[GpuSpec],
+    precision: str | Precision = "bf16",
+    tps: tuple[int, ...] = (1, 2, 4, 8),
+    **options: Any,
+) -> list[MemoryEstimate]:
+    """:func:`estimate_memory` for every GPU x tensor-parallel degree (tp up to the GPU's
+    ``max_gpus_per_node``), in the given order; ``options`` pass through."""
+    return [
+        estimate_memory(gpu, model, precision, tp, **options)
+        for gpu in gpus
+        for tp in tps
+        if tp <= gpu.max_gpus_per_node
+    ]
