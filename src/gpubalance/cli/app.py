@@ -28,5 +28,9 @@ from gpubalance.cli import serve as serve_cmd  # noqa: E402
 app.command("serve")(serve_cmd.serve)
 from gpubalance.cli import emulate as emulate_cmd  # noqa: E402
 app.command("emulate")(emulate_cmd.emulate)
+from gpubalance.cli import partition as partition_cmd  # noqa: E402
+app.command("partition")(partition_cmd.partition)
 from gpubalance.cli import catalog as catalog_cmd  # noqa: E402
 app.command("catalog")(catalog_cmd.catalog)
+from gpubalance.cli import plan as plan_cmd  # noqa: E402
+app.command("plan")(plan_cmd.plan)

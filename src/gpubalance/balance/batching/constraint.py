@@ -113,6 +113,7 @@ class BatchConstraint:
                     f"measures {float(self.token_measure(tokens[i : i + 1])[0]):.6g} tokens "
                     f"> budget {tok_lim:.6g}"
                 )
+            label = f"request id {who}" if item_names is not None else f"item {who}"
             raise UserInputError(
-                f"budget smaller than one item: item {who} alone {what}", field="batch-budget"
+                f"budget smaller than one item: {label} alone {what}", field="batch-budget"
             )

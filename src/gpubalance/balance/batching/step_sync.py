@@ -107,17 +107,53 @@ def _padded_permutation(n: int, k: int, rng: np.random.Generator | None) -> np.n
     return np.tile(idx, reps)[:total]
 
 
+def _pack_shares(
+    shares: list[np.ndarray],
+    costs: np.ndarray,
+    constraint: BatchConstraint | None,
+    tokens: np.ndarray | None,
+    backend: Backend,
+) -> list[list[np.ndarray]]:
+    """Each rank's share as micro-batches, the same number on every rank."""
+    if constraint is None:
+        return [[s] for s in shares]
+    packed = [
+        pack_micro_batches(costs, constraint, tokens=tokens, items=s, backend=backend)
+        for s in shares
+    ]
+    target = max(len(p) for p in packed)
+    return [equalize_batch_count(p, target, costs) for p in packed]
+
+
 def count_step_plan(
-    costs_s: np.ndarray, k: int, global_batch: int, *, seed: int | None = 0
+    costs_s: np.ndarray,
+    k: int,
+    global_batch: int,
+    *,
+    seed: int | None = 0,
+    constraint: BatchConstraint | None = None,
+    tokens: np.ndarray | None = None,
+    backend: Backend = "auto",
 ) -> StepPlan:
-    """DistributedSampler + DataLoader(batch_size=global_batch // k); ``seed=None``: no shuffle."""
+    """DistributedSampler + DataLoader(batch_size=global_batch // k); ``seed=None``: no shuffle.
+
+    With a constraint, each rank's step share is packed into micro-batches exactly as in
+    :func:`balanced_step_plan`, so the two differ only in which items each rank gets.
+    """
     costs = _check(costs_s, k, global_batch)
+    if constraint is not None:
+        constraint.check_items_fit(costs, tokens)
     rng = None if seed is None else np.random.default_rng(seed)
     idx = _padded_permutation(costs.shape[0], k, rng)
     per_rank = [idx[r::k] for r in range(k)]
     b = global_batch // k
     n_steps = math.ceil(per_rank[0].shape[0] / b)
-    steps = [[[per_rank[r][s * b : (s + 1) * b]] for r in range(k)] for s in range(n_steps)]
+    steps = [
+        _pack_shares(
+            [per_rank[r][s * b : (s + 1) * b] for r in range(k)], costs, constraint, tokens, backend
+        )
+        for s in range(n_steps)
+    ]
     return StepPlan(k, steps, costs, "count")
 
 
@@ -158,14 +194,7 @@ def split_step(
         costs[step_items], k
     )
     shares = [step_items[part.rank_items(r)] for r in range(k)]
-    if constraint is None:
-        return [[s] for s in shares]
-    packed = [
-        pack_micro_batches(costs, constraint, tokens=tokens, items=s, backend=backend)
-        for s in shares
-    ]
-    target = max(len(p) for p in packed)
-    return [equalize_batch_count(p, target, costs) for p in packed]
+    return _pack_shares(shares, costs, constraint, tokens, backend)
 
 
 def balanced_step_plan(
