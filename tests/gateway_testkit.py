@@ -34,9 +34,15 @@ class ServerThread:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         cfg = uvicorn.Config(
-            app, host="127.0.0.1", port=self.port, loop="asyncio", http="httptools",
-            lifespan="on", log_level="error", access_log=False,
-        )  # fmt: skip
+            app,
+            host="127.0.0.1",
+            port=self.port,
+            loop="asyncio",
+            http="httptools",
+            lifespan="on",
+            log_level="error",
+            access_log=False,
+        )
         self.server = uvicorn.Server(cfg)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
@@ -54,13 +60,22 @@ class ServerThread:
         self.thread.join(timeout=10)
 
 
-def emulator(model: str = "m", *, base_s: float | None = None, max_num_seqs: int = 64,
-             kv_tokens: int = 1 << 20) -> ServerThread:  # fmt: skip
+def emulator(
+    model: str = "m",
+    *,
+    base_s: float | None = None,
+    max_num_seqs: int = 64,
+    kv_tokens: int = 1 << 20,
+) -> ServerThread:
     """Emulator with a LinearStepTime of ``base_s`` seconds per iteration (None: instant)."""
     replica = None
     if base_s is not None:
-        replica = Replica(LinearStepTime(base_s=base_s), kv_capacity_tokens=kv_tokens,
-                          max_num_seqs=max_num_seqs, max_batched_tokens=8192)  # fmt: skip
+        replica = Replica(
+            LinearStepTime(base_s=base_s),
+            kv_capacity_tokens=kv_tokens,
+            max_num_seqs=max_num_seqs,
+            max_batched_tokens=8192,
+        )
     return ServerThread(EmulatorApp(Engine(replica), model))
 
 
@@ -74,12 +89,17 @@ def gateway(data: dict[str, Any], **kw: Any) -> ServerThread:
 
 
 def chat(model: str = "m", max_tokens: int = 4, **extra: Any) -> dict[str, Any]:
-    return {"model": model, "messages": [{"role": "user", "content": "hello world"}],
-            "max_tokens": max_tokens, **extra}  # fmt: skip
+    return {
+        "model": model,
+        "messages": [{"role": "user", "content": "hello world"}],
+        "max_tokens": max_tokens,
+        **extra,
+    }
 
 
-async def post(session: aiohttp.ClientSession, url: str, body: Any,
-               headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], Any]:  # fmt: skip
+async def post(
+    session: aiohttp.ClientSession, url: str, body: Any, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], Any]:
     data = body if isinstance(body, bytes) else orjson.dumps(body)
     h = {"content-type": "application/json", **(headers or {})}
     async with session.post(url, data=data, headers=h) as r:

@@ -8,8 +8,8 @@ import time
 
 import aiohttp
 import orjson
-from gateway_testkit import chat, echo, emulator, free_port, gateway, post, run
 
+from gateway_testkit import chat, echo, emulator, free_port, gateway, post, run
 from gpubalance.gateway import hash_key
 
 FAST_HEALTH = {"interval_s": 0.1, "timeout_s": 0.5, "failure_threshold": 2, "eject_s": 30.0}
@@ -30,8 +30,9 @@ def test_chat_completions_embeddings_models_and_streaming_chunk_by_chunk() -> No
                 assert st == 200 and h["x-gpubalance-backend"] == "p0"
                 assert body["usage"]["completion_tokens"] == 5
                 assert body["choices"][0]["message"]["content"] == "hi " * 5
-                st, _, body = await post(s, gw.url + "/v1/completions",
-                                         {"model": "m", "prompt": "abc", "max_tokens": 2})  # fmt: skip
+                st, _, body = await post(
+                    s, gw.url + "/v1/completions", {"model": "m", "prompt": "abc", "max_tokens": 2}
+                )
                 assert st == 200 and body["choices"][0]["text"] == "hi hi "
                 st, _, body = await post(s, gw.url + "/v1/embeddings", {"model": "m", "input": "q"})
                 assert st == 200 and len(body["data"][0]["embedding"]) == 16
@@ -39,8 +40,9 @@ def test_chat_completions_embeddings_models_and_streaming_chunk_by_chunk() -> No
                     assert [m["id"] for m in (await r.json())["data"]] == ["m"]
                 t0 = time.perf_counter()
                 arrivals = []
-                async with s.post(gw.url + "/v1/chat/completions",
-                                  json=chat(max_tokens=5, stream=True)) as r:  # fmt: skip
+                async with s.post(
+                    gw.url + "/v1/chat/completions", json=chat(max_tokens=5, stream=True)
+                ) as r:
                     assert r.headers["content-type"].startswith("text/event-stream")
                     async for chunk in r.content.iter_any():
                         if b"hi " in chunk:
@@ -59,7 +61,7 @@ def test_bad_input_gives_openai_errors_and_gateway_keeps_serving() -> None:
         "auth": {
             "api_keys": [{"tenant": "t", "sha256": hash_key(key)}],
             "admin_key_sha256": hash_key(admin),
-        },  # fmt: skip
+        },
         "limits": {"max_body_bytes": 2048},
     }
     with emulator() as emu:
@@ -76,11 +78,19 @@ def test_bad_input_gives_openai_errors_and_gateway_keeps_serving() -> None:
                         (orjson.dumps(chat(model="nope")), ok, 404, "model_not_found"),
                         (orjson.dumps(chat(x="y" * 5000)), ok, 413, "request_too_large"),
                         (orjson.dumps(chat()), {}, 401, "invalid_api_key"),
-                        (orjson.dumps(chat()), {"authorization": "Bearer wrong"}, 401,
-                         "invalid_api_key"),
-                        (orjson.dumps(chat()), {"authorization": f"Bearer {admin}"}, 401,
-                         "invalid_api_key"),
-                    ]  # fmt: skip
+                        (
+                            orjson.dumps(chat()),
+                            {"authorization": "Bearer wrong"},
+                            401,
+                            "invalid_api_key",
+                        ),
+                        (
+                            orjson.dumps(chat()),
+                            {"authorization": f"Bearer {admin}"},
+                            401,
+                            "invalid_api_key",
+                        ),
+                    ]
                     for raw, hdr, status, code in cases:
                         st, _, body = await post(s, url, raw, hdr)
                         assert (st, body["error"]["code"]) == (status, code), raw[:40]
@@ -100,14 +110,24 @@ def test_bad_input_gives_openai_errors_and_gateway_keeps_serving() -> None:
 def test_rules_route_by_model_size_header_and_tenant() -> None:
     with emulator() as e1, emulator() as e2, emulator() as e3, emulator() as e4:
         cfg = {
-            "pools": [pool("small", [e1.url]), pool("large", [e2.url], models=[]),
-                      pool("team", [e3.url], models=[]), pool("vip", [e4.url], models=["x"])],
-            "rules": [{"pool": "vip", "tenants": ["gold"]},
-                      {"pool": "team", "header": "x-team", "header_values": ["blue"]},
-                      {"pool": "large", "models": ["m"], "min_input_tokens": 100}],
-            "auth": {"api_keys": [{"tenant": "gold", "sha256": hash_key("g")},
-                                  {"tenant": "plain", "sha256": hash_key("p")}]},
-        }  # fmt: skip
+            "pools": [
+                pool("small", [e1.url]),
+                pool("large", [e2.url], models=[]),
+                pool("team", [e3.url], models=[]),
+                pool("vip", [e4.url], models=["x"]),
+            ],
+            "rules": [
+                {"pool": "vip", "tenants": ["gold"]},
+                {"pool": "team", "header": "x-team", "header_values": ["blue"]},
+                {"pool": "large", "models": ["m"], "min_input_tokens": 100},
+            ],
+            "auth": {
+                "api_keys": [
+                    {"tenant": "gold", "sha256": hash_key("g")},
+                    {"tenant": "plain", "sha256": hash_key("p")},
+                ]
+            },
+        }
         with gateway(cfg) as gw:
 
             async def go() -> None:
@@ -139,8 +159,9 @@ def test_admission_cap_answers_429_with_retry_after() -> None:
             async def go() -> None:
                 async with aiohttp.ClientSession() as s:
                     url = gw.url + "/v1/chat/completions"
-                    first = [asyncio.create_task(post(s, url, chat(max_tokens=10)))
-                             for _ in range(2)]  # fmt: skip
+                    first = [
+                        asyncio.create_task(post(s, url, chat(max_tokens=10))) for _ in range(2)
+                    ]
                     await asyncio.sleep(0.15)
                     st, h, body = await post(s, url, chat(max_tokens=10))
                     assert st == 429 and body["error"]["type"] == "rate_limit_error"
@@ -187,11 +208,14 @@ def test_stream_broken_midway_is_not_retried_and_client_is_told() -> None:
         with gateway(cfg) as gw:
 
             async def go() -> bytes:
-                async with aiohttp.ClientSession() as s:
-                    async with s.post(gw.url + "/v1/chat/completions",
-                                      json=chat(max_tokens=8, stream=True)) as r:  # fmt: skip
-                        assert r.status == 200
-                        return await r.read()
+                async with (
+                    aiohttp.ClientSession() as s,
+                    s.post(
+                        gw.url + "/v1/chat/completions", json=chat(max_tokens=8, stream=True)
+                    ) as r,
+                ):
+                    assert r.status == 200
+                    return await r.read()
 
             data = run(go())
             assert b'"code":"stream_broken"' in data
@@ -207,8 +231,12 @@ def test_timeout_gives_504() -> None:
             async def go() -> None:
                 async with aiohttp.ClientSession() as s:
                     t0 = time.perf_counter()
-                    st, _, body = await post(s, gw.url + "/v1/chat/completions", chat(),
-                                             {"x-gpubalance-timeout-s": "0.2"})  # fmt: skip
+                    st, _, body = await post(
+                        s,
+                        gw.url + "/v1/chat/completions",
+                        chat(),
+                        {"x-gpubalance-timeout-s": "0.2"},
+                    )
                     assert st == 504 and body["error"]["code"] == "timeout"
                     assert time.perf_counter() - t0 < 0.9
 
@@ -239,19 +267,30 @@ def test_admin_drain_and_weights() -> None:
                 adm = {"authorization": "Bearer root"}
                 url = gw.url + "/v1/chat/completions"
                 async with aiohttp.ClientSession() as s:
-                    st, _, snap = await post(s, gw.url + "/admin/backend",
-                                             {"pool": "p", "backend": "p0", "draining": True}, adm)  # fmt: skip
+                    st, _, snap = await post(
+                        s,
+                        gw.url + "/admin/backend",
+                        {"pool": "p", "backend": "p0", "draining": True},
+                        adm,
+                    )
                     assert st == 200 and snap["pools"]["p"]["backends"][0]["draining"] is True
-                    got = [(await post(s, url, chat()))[1]["x-gpubalance-backend"]
-                           for _ in range(4)]  # fmt: skip
+                    got = [
+                        (await post(s, url, chat()))[1]["x-gpubalance-backend"] for _ in range(4)
+                    ]
                     assert got == ["p1"] * 4
-                    await post(s, gw.url + "/admin/backend",
-                               {"pool": "p", "backend": "p0", "draining": False, "weight": 3}, adm)  # fmt: skip
-                    got = [(await post(s, url, chat()))[1]["x-gpubalance-backend"]
-                           for _ in range(8)]  # fmt: skip
+                    await post(
+                        s,
+                        gw.url + "/admin/backend",
+                        {"pool": "p", "backend": "p0", "draining": False, "weight": 3},
+                        adm,
+                    )
+                    got = [
+                        (await post(s, url, chat()))[1]["x-gpubalance-backend"] for _ in range(8)
+                    ]
                     assert got.count("p0") == 6 and got.count("p1") == 2  # 3 : 1
-                    st, _, _ = await post(s, gw.url + "/admin/backend",
-                                          {"pool": "p", "backend": "zz"}, adm)  # fmt: skip
+                    st, _, _ = await post(
+                        s, gw.url + "/admin/backend", {"pool": "p", "backend": "zz"}, adm
+                    )
                     assert st == 400
 
             run(go())
@@ -259,8 +298,10 @@ def test_admin_drain_and_weights() -> None:
 
 def test_embedding_micro_batching_coalesces_and_splits() -> None:
     with emulator() as emu:
-        cfg = {"pools": [pool("p", [emu.url])],
-               "batching": {"enabled": True, "max_wait_s": 0.05, "max_batch_inputs": 64}}  # fmt: skip
+        cfg = {
+            "pools": [pool("p", [emu.url])],
+            "batching": {"enabled": True, "max_wait_s": 0.05, "max_batch_inputs": 64},
+        }
         with gateway(cfg) as gw:
 
             async def go() -> None:
@@ -271,18 +312,23 @@ def test_embedding_micro_batching_coalesces_and_splits() -> None:
                         for t in texts
                     ]
                     before = emu.app.engine.completed
-                    res = await asyncio.gather(*(
-                        post(s, gw.url + "/v1/embeddings", {"model": "m", "input": t})
-                        for t in texts
-                    ))  # fmt: skip
+                    res = await asyncio.gather(
+                        *(
+                            post(s, gw.url + "/v1/embeddings", {"model": "m", "input": t})
+                            for t in texts
+                        )
+                    )
                     for (st, _, body), d in zip(res, direct, strict=True):
                         assert st == 200 and body["data"][0]["index"] == 0
                         assert body["data"][0]["embedding"] == d["data"][0]["embedding"]
                     assert emu.app.engine.completed - before == 8  # 8 sequences ...
                     text = await (await s.get(gw.url + "/metrics")).text()
                     # ... sent in fewer upstream requests than 8
-                    line = next(x for x in text.splitlines()
-                                if x.startswith("gpubalance_embedding_batch_inputs_count"))  # fmt: skip
+                    line = next(
+                        x
+                        for x in text.splitlines()
+                        if x.startswith("gpubalance_embedding_batch_inputs_count")
+                    )
                     assert float(line.split()[-1]) < 8
 
             run(go())
@@ -296,8 +342,12 @@ def test_scrape_fills_waiting_and_kv_usage() -> None:
 
             async def go() -> tuple[int, float]:
                 async with aiohttp.ClientSession() as s:
-                    tasks = [asyncio.create_task(post(s, emu.url + "/v1/chat/completions",
-                                                      chat(max_tokens=3))) for _ in range(2)]  # fmt: skip
+                    tasks = [
+                        asyncio.create_task(
+                            post(s, emu.url + "/v1/chat/completions", chat(max_tokens=3))
+                        )
+                        for _ in range(2)
+                    ]
                     await asyncio.sleep(0.3)
                     st = gw.app.runtime.pools["p"].backends[0].state
                     seen = (st.waiting, st.kv_usage)

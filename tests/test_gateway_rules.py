@@ -62,8 +62,12 @@ def test_admission_caps_and_retry_after() -> None:
 
 def test_token_estimate_chars_over_four() -> None:
     est = TokenEstimator()
-    chat = {"messages": [{"role": "user", "content": "x" * 10},
-                         {"role": "user", "content": [{"type": "text", "text": "y" * 8}]}]}  # fmt: skip
+    chat = {
+        "messages": [
+            {"role": "user", "content": "x" * 10},
+            {"role": "user", "content": [{"type": "text", "text": "y" * 8}]},
+        ]
+    }
     assert est.input_tokens("chat", chat) == (4 + 3) + (4 + 2)  # ceil(10/4)=3, 8/4=2
     assert est.input_tokens("completions", {"prompt": [1, 2, 3, 4, 5]}) == 5
     assert est.input_tokens("embeddings", {"input": ["abcd", "abcde"]}) == 1 + 2
@@ -151,8 +155,9 @@ def test_config_rejects_unknown_pool_policy_and_bad_hash(tmp_path) -> None:  # t
     with pytest.raises(UserInputError) as e:
         load_gateway_config(p)
     assert "gw.yaml:3" in str(e.value) and "least_cost" in str(e.value)
-    p.write_text("pools:\n  - name: a\n    backends: [{name: x, url: 'http://h:1'}]\n"
-                 "rules:\n  - {pool: b}\n")  # fmt: skip
+    p.write_text(
+        "pools:\n  - name: a\n    backends: [{name: x, url: 'http://h:1'}]\nrules:\n  - {pool: b}\n"
+    )
     with pytest.raises(UserInputError, match="unknown pool 'b'"):
         load_gateway_config(p)
     with pytest.raises(ValueError):
