@@ -63,7 +63,7 @@ class StandIn:
         rho = rate_rps / (replicas * self.mu(gpu, tp))
         base = self.base1[gpu] / tp
         ttft = base / (1 - rho) if rho < 1 else math.inf
-        done = 1000 if rho < 1 or sla is None else 10
+        stop = rho >= 1 and sla is not None
         return LatencySummary(
             ttft_p95_s=0.5 * ttft,
             ttft_p99_s=ttft,
@@ -73,12 +73,13 @@ class StandIn:
             throughput_rps=rate_rps,
             gpu_busy_fraction=min(rho, 1.0),
             requests=1000,
-            completed=done,
+            completed=10 if stop else 1000,
+            stopped_early=stop,
         )
 
     def samples(self, gpu: str, tp: int, replicas: int, rate_rps: float) -> LatencySamples:
         z = np.zeros(3)
-        return LatencySamples(z, z, z, z)
+        return LatencySamples(z, z, z, z, z, z)
 
 
 def settings(**kw: object) -> PlanSettings:

@@ -32,3 +32,5 @@ from gpubalance.cli import partition as partition_cmd  # noqa: E402
 app.command("partition")(partition_cmd.partition)
 from gpubalance.cli import catalog as catalog_cmd  # noqa: E402
 app.command("catalog")(catalog_cmd.catalog)
+from gpubalance.cli import plan as plan_cmd  # noqa: E402
+app.command("plan")(plan_cmd.plan)

@@ -40,12 +40,21 @@ class ReplicaFit:
 
 @dataclass(frozen=True, slots=True)
 class LatencySamples:
-    """Per-request latencies (seconds) and busy fraction over time of one simulated fleet."""
+    """Per-request latencies and utilisation of one simulated fleet (for plots).
+
+    Attributes:
+        ttft_s, e2e_s: per completed request, seconds.
+        replica_busy_fraction: per replica, fraction of the simulated span spent computing.
+        sample_s: times of the queue samples, seconds.
+        running, waiting: sequences running / waiting over the whole fleet at each sample.
+    """
 
     ttft_s: np.ndarray
     e2e_s: np.ndarray
-    busy_time_s: np.ndarray
-    busy_fraction: np.ndarray
+    replica_busy_fraction: np.ndarray
+    sample_s: np.ndarray
+    running: np.ndarray
+    waiting: np.ndarray
 
 
 class PlanBackend(Protocol):
