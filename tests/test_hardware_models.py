@@ -116,6 +116,8 @@ def test_hf_config_from_file_and_folder(tmp_path: Path) -> None:
     assert spec.head_dim == 128  # hidden / heads when absent
     assert spec.total_parameters == 8_030_261_248
     assert resolve_model(str(folder / "config.json")).total_parameters == 8_030_261_248
+    assert resolve_model(str(folder)).name == "Llama-3.1-8B-Instruct"
+    assert resolve_model("meta-llama/Llama-3.1-8B").name == "Llama-3.1-8B"  # alias, no path
 
 
 def test_hf_config_moe_and_gqa_defaults(tmp_path: Path) -> None:

@@ -363,14 +363,17 @@ def resolve_model(
 ) -> ModelSpec:
     """A catalog model by name/alias, or a Hugging Face config.json when given a local path.
 
-    A string is treated as a path when it names an existing file or directory, or ends in
-    ``.json``; otherwise it is looked up in the catalog (unknown names suggest the nearest).
+    A string is a path when it ends in ``.json``, or names an existing file or folder and
+    either contains a path separator or is not a catalog name; otherwise it is looked up in
+    the catalog (unknown names suggest the nearest).
     """
     if isinstance(name_or_path, ModelSpec):
         return name_or_path
+    catalog = load_model_catalog(catalog_path)
     as_path = Path(name_or_path)
+    looks_like_path = "/" in name_or_path or "\\" in name_or_path
     if name_or_path.endswith(".json") or (
-        ("/" in name_or_path or "\\" in name_or_path) and as_path.exists()
+        as_path.exists() and (looks_like_path or name_or_path not in catalog)
     ):
         return load_hf_config(as_path)
-    return load_model_catalog(catalog_path).get(name_or_path)
+    return catalog.get(name_or_path)
