@@ -73,8 +73,18 @@ def price_sources(gpus: list[GpuSpec]) -> list[str]:
 def model_table(models: list[ModelSpec]) -> Table:
     """One row per model: parameters, layers, heads, KV per token at 16 bits."""
     t = Table(title="Model catalog")
-    cols = ("model", "params B", "active B", "layers", "hidden", "heads", "KV h",
-            "head", "KV KiB/tok", "max ctx")
+    cols = (
+        "model",
+        "params B",
+        "active B",
+        "layers",
+        "hidden",
+        "heads",
+        "KV h",
+        "head",
+        "KV KiB/tok",
+        "max ctx",
+    )
     for col in cols:
         t.add_column(col, justify="left" if col == "model" else "right", no_wrap=True)
     for m in models:
