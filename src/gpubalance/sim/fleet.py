@@ -180,8 +180,8 @@ class SimResult:
     replica_preemptions: np.ndarray
     gpus: int  #: GPUs in the fleet
     sample_s: np.ndarray  #: queue-depth sample times
-    waiting: np.ndarray  #: (samples, replicas) waiting sequences at each sample
-    running: np.ndarray  #: (samples, replicas) running sequences at each sample
+    waiting: np.ndarray  #: (samples, replicas) requests queued (not admitted) at each sample
+    running: np.ndarray  #: (samples, replicas) requests admitted and unfinished at each sample
     stopped_early: bool
     stop_reason: str
     wall_s: float  #: wall-clock seconds the simulation took
@@ -420,8 +420,9 @@ def simulate(
     def on_sample(t: float, _: Any) -> list[tuple[float, int, Any]] | None:
         sync(t)
         sample_t.append(t)
-        sample_w.append([len(r.waiting) for r in reps])
-        sample_r.append([len(r.running) for r in reps])
+        w = [len(r.waiting) for r in reps]
+        sample_w.append(w)
+        sample_r.append([b.in_flight - k for b, k in zip(backends, w, strict=True)])
         if dt is not None and t + dt <= t_end_arrivals:
             return [(t + dt, _SAMPLE, None)]
         return None
