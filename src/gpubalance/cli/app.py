@@ -34,3 +34,5 @@ from gpubalance.cli import catalog as catalog_cmd  # noqa: E402
 app.command("catalog")(catalog_cmd.catalog)
 from gpubalance.cli import plan as plan_cmd  # noqa: E402
 app.command("plan")(plan_cmd.plan)
+from gpubalance.cli import audit as audit_cmd  # noqa: E402
+app.command("audit")(audit_cmd.audit)
