@@ -86,20 +86,29 @@ class EmulatorApp:
         r = self.registry
         self.registry.register(_Gauges(engine, model))
         lbl = ["model_name"]
-        self._ttft = Histogram("vllm:time_to_first_token_seconds", "TTFT.", lbl,
-                               buckets=_BUCKETS, registry=r).labels(model)  # fmt: skip
-        self._e2e = Histogram("vllm:e2e_request_latency_seconds", "E2E latency.", lbl,
-                              buckets=_BUCKETS, registry=r).labels(model)  # fmt: skip
-        self._ok = Counter("vllm:request_success", "Finished requests.", lbl,
-                           registry=r).labels(model)  # fmt: skip
-        self._prompt = Counter("vllm:prompt_tokens", "Prefill tokens.", lbl,
-                               registry=r).labels(model)  # fmt: skip
-        self._gen = Counter("vllm:generation_tokens", "Generated tokens.", lbl,
-                            registry=r).labels(model)  # fmt: skip
+        self._ttft = Histogram(
+            "vllm:time_to_first_token_seconds", "TTFT.", lbl, buckets=_BUCKETS, registry=r
+        ).labels(model)
+        self._e2e = Histogram(
+            "vllm:e2e_request_latency_seconds", "E2E latency.", lbl, buckets=_BUCKETS, registry=r
+        ).labels(model)
+        self._ok = Counter("vllm:request_success", "Finished requests.", lbl, registry=r).labels(
+            model
+        )
+        self._prompt = Counter("vllm:prompt_tokens", "Prefill tokens.", lbl, registry=r).labels(
+            model
+        )
+        self._gen = Counter("vllm:generation_tokens", "Generated tokens.", lbl, registry=r).labels(
+            model
+        )
         self._models = orjson.dumps(
-            {"object": "list", "data": [{"id": model, "object": "model", "created": 0,
-                                          "owned_by": "gpubalance-emulate"}]}
-        )  # fmt: skip
+            {
+                "object": "list",
+                "data": [
+                    {"id": model, "object": "model", "created": 0, "owned_by": "gpubalance-emulate"}
+                ],
+            }
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -126,8 +135,9 @@ class EmulatorApp:
         elif path in ("/health", "/ping"):
             await send_bytes(send, 200, b"{}")
         elif path == "/metrics":
-            await send_bytes(send, 200, generate_latest(self.registry),
-                             content_type=b"text/plain; version=0.0.4")  # fmt: skip
+            await send_bytes(
+                send, 200, generate_latest(self.registry), content_type=b"text/plain; version=0.0.4"
+            )
         else:
             await send_error(send, 404, f"no route {path}", "invalid_request_error", "not_found")
 
@@ -189,8 +199,14 @@ class EmulatorApp:
             else:
                 choice = {"index": 0, "text": text, "finish_reason": "length", "logprobs": None}
                 obj = "text_completion"
-            out = {"id": rid, "object": obj, "created": created, "model": model,
-                   "choices": [choice], "usage": usage}  # fmt: skip
+            out = {
+                "id": rid,
+                "object": obj,
+                "created": created,
+                "model": model,
+                "choices": [choice],
+                "usage": usage,
+            }
             await send_bytes(send, 200, orjson.dumps(out))
             return
         await send({"type": "http.response.start", "status": 200, "headers": _SSE})
@@ -200,8 +216,11 @@ class EmulatorApp:
 
         def chunk(n: int, finish: str | None) -> bytes:
             if chat:
-                ch: dict[str, Any] = {"index": 0, "delta": {"content": "hi " * n},
-                                      "finish_reason": finish}  # fmt: skip
+                ch: dict[str, Any] = {
+                    "index": 0,
+                    "delta": {"content": "hi " * n},
+                    "finish_reason": finish,
+                }
             else:
                 ch = {"index": 0, "text": "hi " * n, "finish_reason": finish}
             return b"data: " + orjson.dumps({**head, "choices": [ch]}) + b"\n\n"
@@ -252,8 +271,14 @@ class EmulatorApp:
             self._observe(req)
         dim = body.get("dimensions") if isinstance(body.get("dimensions"), int) else None
         dim = dim or self.embedding_dim
-        data = [{"object": "embedding", "index": i, "embedding": _embedding(t, dim)}
-                for i, t in enumerate(texts)]  # fmt: skip
-        out = {"object": "list", "data": data, "model": body.get("model") or self.model,
-               "usage": {"prompt_tokens": n_in, "total_tokens": n_in}}  # fmt: skip
+        data = [
+            {"object": "embedding", "index": i, "embedding": _embedding(t, dim)}
+            for i, t in enumerate(texts)
+        ]
+        out = {
+            "object": "list",
+            "data": data,
+            "model": body.get("model") or self.model,
+            "usage": {"prompt_tokens": n_in, "total_tokens": n_in},
+        }
         await send_bytes(send, 200, orjson.dumps(out))

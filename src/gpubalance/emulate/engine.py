@@ -26,8 +26,16 @@ class EmulatedRequest:
     when finished.
     """
 
-    __slots__ = ("done", "events", "finish_s", "first_token_s", "input_tokens",
-                 "output_tokens", "start_s", "tokens")  # fmt: skip
+    __slots__ = (
+        "done",
+        "events",
+        "finish_s",
+        "first_token_s",
+        "input_tokens",
+        "output_tokens",
+        "start_s",
+        "tokens",
+    )
 
     def __init__(self, input_tokens: int, output_tokens: int, stream: bool, start_s: float):
         self.input_tokens = input_tokens

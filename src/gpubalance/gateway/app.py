@@ -191,8 +191,9 @@ class GatewayApp:
                 config = load_gateway_config(self.config_path)
             except Exception as exc:
                 self.metrics.error("reload")
-                print(f"gpubalance serve: reload failed, keeping old config: {exc}",
-                      file=sys.stderr)  # fmt: skip
+                print(
+                    f"gpubalance serve: reload failed, keeping old config: {exc}", file=sys.stderr
+                )
                 return False
         old = self.runtime
         rt = build_runtime(config, old)
@@ -301,8 +302,9 @@ class GatewayApp:
             endpoint = _ENDPOINTS.get(path)
             if endpoint is not None:
                 if scope["method"] != "POST":
-                    await send_error(send, 405, "use POST", "invalid_request_error",
-                                     "method_not_allowed")  # fmt: skip
+                    await send_error(
+                        send, 405, "use POST", "invalid_request_error", "method_not_allowed"
+                    )
                     return
                 await self._proxy(scope, receive, send, endpoint, path)
             elif path == "/v1/models":
@@ -310,13 +312,15 @@ class GatewayApp:
             elif path == "/health":
                 await send_bytes(send, 200, b'{"status":"ok"}')
             elif path == "/metrics":
-                await send_bytes(send, 200, self.metrics.render(),
-                                 content_type=b"text/plain; version=0.0.4")  # fmt: skip
+                await send_bytes(
+                    send, 200, self.metrics.render(), content_type=b"text/plain; version=0.0.4"
+                )
             elif path.startswith("/admin/"):
                 await self._admin(scope, receive, send, path)
             else:
-                await send_error(send, 404, f"no route {path}", "invalid_request_error",
-                                 "not_found")  # fmt: skip
+                await send_error(
+                    send, 404, f"no route {path}", "invalid_request_error", "not_found"
+                )
         elif kind == "lifespan":
             await self._lifespan(receive, send)
 
@@ -381,8 +385,13 @@ class GatewayApp:
                     if hdrs is None:
                         hdrs = {}
                     hdrs[name] = v.decode("latin-1")
-        rec: dict[str, Any] = {"endpoint": endpoint, "model": None, "pool": None,
-                               "backend": None, "input_tokens": None}  # fmt: skip
+        rec: dict[str, Any] = {
+            "endpoint": endpoint,
+            "model": None,
+            "pool": None,
+            "backend": None,
+            "input_tokens": None,
+        }
         status = 500
         res: CallResult | None = None
         try:
@@ -400,23 +409,38 @@ class GatewayApp:
             except _TooLarge:
                 status = 413
                 self.metrics.error("too_large")
-                await send_error(send, 413, f"request body larger than {limit} bytes",
-                                 "invalid_request_error", "request_too_large")  # fmt: skip
+                await send_error(
+                    send,
+                    413,
+                    f"request body larger than {limit} bytes",
+                    "invalid_request_error",
+                    "request_too_large",
+                )
                 return
             try:
                 body = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
                 status = 400
                 self.metrics.error("bad_request")
-                await send_error(send, 400, f"malformed JSON body: {exc}",
-                                 "invalid_request_error", "invalid_json")  # fmt: skip
+                await send_error(
+                    send,
+                    400,
+                    f"malformed JSON body: {exc}",
+                    "invalid_request_error",
+                    "invalid_json",
+                )
                 return
             model = body.get("model") if isinstance(body, dict) else None
             if not isinstance(model, str) or not model:
                 status = 400
                 self.metrics.error("bad_request")
-                await send_error(send, 400, "body must be a JSON object with a 'model' string",
-                                 "invalid_request_error", "missing_model")  # fmt: skip
+                await send_error(
+                    send,
+                    400,
+                    "body must be a JSON object with a 'model' string",
+                    "invalid_request_error",
+                    "missing_model",
+                )
                 return
             rec["model"] = model
             n_in = self.estimator.input_tokens(endpoint, body)
@@ -427,9 +451,13 @@ class GatewayApp:
             if pool_name is None:
                 status = 404
                 self.metrics.error("unknown_model")
-                await send_error(send, 404, f"model {model!r} is not served here; "
-                                 f"known: {sorted(rt.model_pool)}",
-                                 "invalid_request_error", "model_not_found")  # fmt: skip
+                await send_error(
+                    send,
+                    404,
+                    f"model {model!r} is not served here; known: {sorted(rt.model_pool)}",
+                    "invalid_request_error",
+                    "model_not_found",
+                )
                 return
             pool = rt.pools[pool_name]
             rec["pool"] = pool_name
@@ -462,10 +490,13 @@ class GatewayApp:
                 status = 429
                 self.metrics.error("admission")
                 await send_error(
-                    send, 429, f"pool {pool_name!r} is at its admission cap; retry later",
-                    "rate_limit_error", "pool_busy",
+                    send,
+                    429,
+                    f"pool {pool_name!r} is at its admission cap; retry later",
+                    "rate_limit_error",
+                    "pool_busy",
                     headers=[(b"retry-after", str(int(retry_after)).encode())],
-                )  # fmt: skip
+                )
                 return
             try:
                 if stream:
@@ -498,8 +529,9 @@ class GatewayApp:
             rec["error"] = f"internal: {type(exc).__name__}: {exc}"
             if status == 500 and (res is None or not res.streamed):
                 with contextlib.suppress(Exception):
-                    await send_error(send, 500, "internal gateway error", "server_error",
-                                     "internal")  # fmt: skip
+                    await send_error(
+                        send, 500, "internal gateway error", "server_error", "internal"
+                    )
             status = 500
         finally:
             dt = time.perf_counter() - t0
@@ -521,14 +553,20 @@ class GatewayApp:
         rt = self.runtime
         assert rt is not None
         if rt.admin_sha256 is None:
-            await send_error(send, 404, "admin endpoint disabled (no admin key configured)",
-                             "invalid_request_error", "not_found")  # fmt: skip
+            await send_error(
+                send,
+                404,
+                "admin endpoint disabled (no admin key configured)",
+                "invalid_request_error",
+                "not_found",
+            )
             return
         auth = _bearer(next((v for k, v in scope["headers"] if k == b"authorization"), None))
         if not auth or hashlib.sha256(auth).hexdigest() != rt.admin_sha256:
             self.metrics.error("auth")
-            await send_error(send, 401, "admin key required", "invalid_request_error",
-                             "invalid_admin_key")  # fmt: skip
+            await send_error(
+                send, 401, "admin key required", "invalid_request_error", "invalid_admin_key"
+            )
             return
         method = scope["method"]
         if path == "/admin/state" and method == "GET":
@@ -539,17 +577,26 @@ class GatewayApp:
                 pool = rt.pools[body["pool"]]
                 b = next(x for x in pool.backends if x.name == body["backend"])
             except (orjson.JSONDecodeError, KeyError, TypeError, StopIteration, _TooLarge):
-                await send_error(send, 400, "body must be {pool, backend, [draining], [weight]} "
-                                 "naming an existing backend", "invalid_request_error",
-                                 "bad_admin_request")  # fmt: skip
+                await send_error(
+                    send,
+                    400,
+                    "body must be {pool, backend, [draining], [weight]} naming an existing backend",
+                    "invalid_request_error",
+                    "bad_admin_request",
+                )
                 return
             if "draining" in body:
                 b.state.draining = bool(body["draining"])
             if "weight" in body:
                 w = body["weight"]
                 if not isinstance(w, int | float) or w < 0:
-                    await send_error(send, 400, "weight must be a number >= 0",
-                                     "invalid_request_error", "bad_weight")  # fmt: skip
+                    await send_error(
+                        send,
+                        400,
+                        "weight must be a number >= 0",
+                        "invalid_request_error",
+                        "bad_weight",
+                    )
                     return
                 b.state.weight = float(w)
             await send_bytes(send, 200, orjson.dumps(self.state_snapshot()))
@@ -557,8 +604,9 @@ class GatewayApp:
             ok = await self.reload()
             await send_bytes(send, 200 if ok else 500, orjson.dumps({"reloaded": ok}))
         else:
-            await send_error(send, 404, f"no admin route {method} {path}",
-                             "invalid_request_error", "not_found")  # fmt: skip
+            await send_error(
+                send, 404, f"no admin route {method} {path}", "invalid_request_error", "not_found"
+            )
 
     def state_snapshot(self) -> dict[str, Any]:
         """Pools and backends with their live routing state (JSON-ready)."""

@@ -141,9 +141,11 @@ class EmbeddingBatcher:
                     parts = split_embedding_response(orjson.loads(res.body), batch.inputs)
                 except (ValueError, TypeError, AttributeError) as exc:
                     res = CallResult(
-                        502, error_body(str(exc), "bad_gateway", "bad_backend_response"),
-                        backend=res.backend, error="bad_backend_response",
-                    )  # fmt: skip
+                        502,
+                        error_body(str(exc), "bad_gateway", "bad_backend_response"),
+                        backend=res.backend,
+                        error="bad_backend_response",
+                    )
                     parts = None
             for k, fut in enumerate(batch.futures):
                 if fut.done():

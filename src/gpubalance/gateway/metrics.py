@@ -17,9 +17,23 @@ from prometheus_client.registry import Collector
 __all__ = ["GatewayMetrics"]
 
 LATENCY_BUCKETS_S = (
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
     120.0,
-)  # fmt: skip
+)
 
 
 class _StateCollector(Collector):
@@ -99,9 +113,11 @@ class GatewayMetrics:
             registry=r,
         )
         self.requests = Counter(
-            "gpubalance_requests", "Requests by endpoint and status.", ["endpoint", "status"],
+            "gpubalance_requests",
+            "Requests by endpoint and status.",
+            ["endpoint", "status"],
             registry=r,
-        )  # fmt: skip
+        )
         self.errors = Counter("gpubalance_errors", "Errors by kind.", ["kind"], registry=r)
         self.cache = Counter(
             "gpubalance_cache_lookups",
@@ -126,8 +142,9 @@ class GatewayMetrics:
         self._err: dict[str, Any] = {}
         self._cache: dict[tuple[str, str], Any] = {}
 
-    def observe(self, endpoint: str, backend: str, status: int, latency_s: float,
-                ttft_s: float | None) -> None:  # fmt: skip
+    def observe(
+        self, endpoint: str, backend: str, status: int, latency_s: float, ttft_s: float | None
+    ) -> None:
         """Record one finished request."""
         key = (endpoint, backend)
         child = self._lat.get(key)

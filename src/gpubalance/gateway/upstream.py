@@ -126,9 +126,11 @@ class Upstream:
                 self._fail(b, "timeout")
                 msg = f"backend {b.name} did not answer within the request timeout"
                 return CallResult(
-                    504, error_body(msg, "timeout_error", "timeout"), backend=b.name,
+                    504,
+                    error_body(msg, "timeout_error", "timeout"),
+                    backend=b.name,
                     error="timeout",
-                )  # fmt: skip
+                )
             except (aiohttp.ClientError, OSError):
                 self._fail(b, "connect")
                 last = CallResult(502, b"", backend=b.name, error="connect")
@@ -160,9 +162,11 @@ class Upstream:
             )
         msg = f"could not reach a backend in pool {pool.name!r} (last tried {last.backend})"
         return CallResult(
-            502, error_body(msg, "bad_gateway", "backend_unreachable"), backend=last.backend,
+            502,
+            error_body(msg, "bad_gateway", "backend_unreachable"),
+            backend=last.backend,
             error=last.error,
-        )  # fmt: skip
+        )
 
     async def stream(
         self,
@@ -211,9 +215,11 @@ class Upstream:
                 self._fail(b, "timeout")
                 msg = f"backend {b.name} did not answer within the request timeout"
                 return CallResult(
-                    504, error_body(msg, "timeout_error", "timeout"), backend=b.name,
+                    504,
+                    error_body(msg, "timeout_error", "timeout"),
+                    backend=b.name,
                     error="timeout",
-                )  # fmt: skip
+                )
             except (aiohttp.ClientError, OSError):
                 self._fail(b, "connect")
                 last = CallResult(502, b"", backend=b.name, error="connect")
