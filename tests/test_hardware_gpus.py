@@ -159,3 +159,10 @@ def test_memory_given_in_gb_is_caught(tmp_path: Path) -> None:
     p = _write(tmp_path, "gpus:\n  L4:\n    memory_bytes: 24\n")
     with pytest.raises(UserInputError, match="bytes, not GB"):
         load_gpu_catalog(p)
+
+
+def test_edited_user_file_is_read_again(tmp_path: Path) -> None:
+    p = _write(tmp_path, "gpus:\n  L4: {price_per_gpu_hour_usd: 0.5}\n")
+    assert load_gpu_catalog(p).get("L4").price_per_gpu_hour_usd == 0.5
+    p.write_text("gpus:\n  L4: {price_per_gpu_hour_usd: 0.625}\n", encoding="utf-8")
+    assert load_gpu_catalog(p).get("L4").price_per_gpu_hour_usd == 0.625

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpubalance.cost import CostModel, RooflineEfficiency, RooflineModel
 from gpubalance.errors import UserInputError
@@ -14,6 +16,7 @@ from gpubalance.hardware import GpuSpec, get_gpu, get_model
 IDEAL = RooflineEfficiency.ideal()
 H100_BW = 3.35e12
 H100_F = 989.4e12
+_TP2 = RooflineModel.from_names("H100", "mixtral-8x7b", tp=2)
 
 
 @pytest.fixture(scope="module")
@@ -186,3 +189,25 @@ def test_efficiency_file_round_trip_and_errors(tmp_path: Path) -> None:
     with pytest.raises(UserInputError) as exc:
         RooflineEfficiency.load(bad)
     assert exc.value.line == 2 and exc.value.field == "bandwidth_efficiency"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    pre=st.integers(0, 20_000),
+    extra_ctx=st.integers(0, 50_000),
+    seqs=st.integers(0, 512),
+    ctx_per_seq=st.integers(1, 20_000),
+    bump=st.sampled_from(["pre", "ctx", "seqs", "ctx_per_seq"]),
+)
+def test_iteration_time_never_decreases_with_more_work(
+    pre: int, extra_ctx: int, seqs: int, ctx_per_seq: int, bump: str
+) -> None:
+    m = _TP2
+    base = (pre, float(pre) * (pre + extra_ctx), seqs, seqs * ctx_per_seq)
+    more = {
+        "pre": (pre + 64, float(pre + 64) * (pre + 64 + extra_ctx), seqs, seqs * ctx_per_seq),
+        "ctx": (pre, float(pre) * (pre + extra_ctx + 64), seqs, seqs * ctx_per_seq),
+        "seqs": (pre, base[1], seqs + 1, (seqs + 1) * ctx_per_seq),
+        "ctx_per_seq": (pre, base[1], seqs, seqs * (ctx_per_seq + 64)),
+    }[bump]
+    assert m.iteration_time_s(*more) >= m.iteration_time_s(*base)

@@ -24,7 +24,7 @@ from gpubalance.config import load_mapping, validation_error_to_user_error
 from gpubalance.errors import UserInputError
 from gpubalance.hardware.names import normalize_name
 
-__all__ = ["load_catalog_entries", "shipped_path"]
+__all__ = ["file_stamp", "load_catalog_entries", "shipped_path"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -34,6 +34,16 @@ def shipped_path(filename: str) -> Path:
     ref = resources.files("gpubalance.data").joinpath(filename)
     with resources.as_file(ref) as path:
         return Path(path)
+
+
+def file_stamp(path: Path) -> tuple[int, int]:
+    """(modification time ns, size) of ``path``, or (0, 0) when it cannot be read (the
+    loader then reports the problem)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return (0, 0)
+    return (st.st_mtime_ns, st.st_size)
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

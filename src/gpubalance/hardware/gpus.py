@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gpubalance.hardware.catalog_file import load_catalog_entries
+from gpubalance.hardware.catalog_file import file_stamp, load_catalog_entries
 from gpubalance.hardware.names import NameIndex
 from gpubalance.hardware.precision import Precision, precision_named
 
@@ -152,7 +152,7 @@ class GpuCatalog:
 
 
 @functools.lru_cache(maxsize=16)
-def _load_cached(path: str | None) -> GpuCatalog:
+def _load_cached(path: str | None, stamp: tuple[int, int]) -> GpuCatalog:
     return GpuCatalog(load_catalog_entries(GpuSpec, "gpus", "gpus.yaml", path))
 
 
@@ -161,10 +161,13 @@ def load_gpu_catalog(path: str | Path | None = None) -> GpuCatalog:
 
     Entries in the user's file whose name or alias matches a shipped GPU override its
     fields; other entries add GPU types (all required fields then). Malformed files raise
-    UserInputError with file, line and field. Results are cached per path (files are
-    read once per process).
+    UserInputError with file, line and field. Results are cached per path, size and
+    modification time.
     """
-    return _load_cached(None if path is None else str(Path(path).resolve()))
+    if path is None:
+        return _load_cached(None, (0, 0))
+    resolved = Path(path).resolve()
+    return _load_cached(str(resolved), file_stamp(resolved))
 
 
 def get_gpu(name: str, path: str | Path | None = None) -> GpuSpec:

@@ -151,7 +151,7 @@ class MemoryEstimate:
         """The memory arithmetic as text, one step per line (for 'fits nowhere' messages)."""
         head = (
             f"{self.model} at {self.precision} on {self.tp} x {self.gpu} (tp={self.tp}), "
-            f"KV cache {self.kv_dtype}:"
+            f"KV cache {self.kv_dtype}{' (16-bit)' if self.kv_dtype == 'auto' else ''}:"
         )
         body = []
         for line in self.lines:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from gpubalance.config import load_mapping
 from gpubalance.errors import UserInputError
-from gpubalance.hardware.catalog_file import load_catalog_entries
+from gpubalance.hardware.catalog_file import file_stamp, load_catalog_entries
 from gpubalance.hardware.names import NameIndex
 
 __all__ = [
@@ -249,7 +249,7 @@ class ModelCatalog:
 
 
 @functools.lru_cache(maxsize=16)
-def _load_cached(path: str | None) -> ModelCatalog:
+def _load_cached(path: str | None, stamp: tuple[int, int]) -> ModelCatalog:
     return ModelCatalog(load_catalog_entries(ModelSpec, "models", "models.yaml", path))
 
 
@@ -258,7 +258,10 @@ def load_model_catalog(path: str | Path | None = None) -> ModelCatalog:
 
     Same rules as :func:`gpubalance.hardware.gpus.load_gpu_catalog`.
     """
-    return _load_cached(None if path is None else str(Path(path).resolve()))
+    if path is None:
+        return _load_cached(None, (0, 0))
+    resolved = Path(path).resolve()
+    return _load_cached(str(resolved), file_stamp(resolved))
 
 
 def get_model(name: str, path: str | Path | None = None) -> ModelSpec:
