@@ -74,6 +74,9 @@ def plan(
     spare_node: Annotated[
         bool, typer.Option(help="Add a spare node so the SLA holds with one node down.")
     ] = True,
+    prune: Annotated[
+        bool, typer.Option(help="Skip shapes an analytic bound proves dearer than the best.")
+    ] = True,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
     html: Annotated[Path | None, typer.Option(help="Write a self-contained HTML report.")] = None,
     top: Annotated[int, typer.Option(help="Candidates shown in the table.")] = 15,
@@ -119,6 +122,7 @@ def plan(
         "catalog": catalog,
         "models_file": models_file,
         "spare_node": spare_node,
+        "prune": prune,
     }
     req = validate_model(PlanRequest, data, source="options")
     if html is not None and not html.parent.exists():
@@ -168,6 +172,8 @@ def _run_with_progress(req: Any, console: Any) -> Any:
 
     from gpubalance.plan.entry import run_plan
 
+    if not console.is_terminal:  # logs and pipes get no bar
+        return run_plan(req)
     with Progress(
         TextColumn("searching"),
         BarColumn(),

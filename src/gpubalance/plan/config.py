@@ -74,6 +74,10 @@ class PlanRequest(BaseModel):
     spare_node: bool = Field(
         default=True, description="Size fleets to meet the SLA with one node down."
     )
+    prune: bool = Field(
+        default=True,
+        description="Skip simulating shapes whose analytic lower-bound cost exceeds the best.",
+    )
     policy: str = Field(default="least_cost", description="Routing policy of the fleet.")
     max_replicas: int = Field(default=512, ge=1, description="Largest fleet the search tries.")
 

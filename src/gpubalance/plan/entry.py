@@ -97,6 +97,7 @@ def run_plan(req: PlanRequest, progress: ProgressFn | None = None) -> PlanResult
         node_sizes=tuple(sorted(set(req.node_sizes))),
         max_replicas=req.max_replicas,
         spare_node=req.spare_node,
+        prune=req.prune,
         model=model.name,
         precision=precision,
         workload=workload,

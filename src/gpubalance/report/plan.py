@@ -143,38 +143,41 @@ def render_plan(result: PlanResult, console: Console, *, limit: int = 15) -> Non
         f"{inp.months} months at {inp.growth_monthly:.1%}/month; SLA {inp.sla.describe()}"
     )
     ok = [c for c in result.candidates if c.status == "ok"]
-    table = Table(title="Candidates (sized for growth, best first)", show_lines=False)
+    table = Table(title="Candidates sized for the projected load, best first")
+    table.add_column("GPU", no_wrap=True)
     for col in (
-        "#",
-        "shape",
+        "GPUs/node",
+        "TP",
         "nodes",
-        "GPUs",
         "$/month",
-        "$/M tok",
-        "p99 TTFT s",
-        "p99 e2e s",
+        "$/Mtok",
+        "p99 TTFT",
+        "p99 e2e",
         "1-node loss",
-        "N-1 ok",
+        "N-1",
     ):
-        table.add_column(col, justify="left" if col == "shape" else "right")
-    for i, c in enumerate(ok[:limit], start=1):
+        table.add_column(col, justify="right")
+    for c in ok[:limit]:
         fd = c.failure
         lat = c.latency_growth
-        style = "bold green" if c is result.recommendation else None
         table.add_row(
-            str(i),
-            c.shape.label,
+            c.shape.gpu,
+            str(c.shape.gpus_per_node),
+            str(c.shape.tp),
             f"{c.nodes_now}->{c.nodes}",
-            str(c.gpus_total),
             f"{c.month_usd or 0:,.0f}",
             f"{c.usd_per_million_tokens_now or 0:.3f}",
             _s(None if lat is None else lat.ttft_p99_s),
             _s(None if lat is None else lat.e2e_p99_s),
             "-" if fd is None else f"{fd.capacity_lost_fraction:.0%}",
-            "-" if fd is None else ("yes" if fd.sla_holds_one_node_down_growth else "no"),
-            style=style,
+            "-" if fd is None else ("ok" if fd.sla_holds_one_node_down_growth else "no"),
+            style="bold green" if c is result.recommendation else None,
         )
     console.print(table)
+    console.print(
+        "[dim]nodes: needed today -> deployed for the projected load; latencies in seconds "
+        "at the projected load; N-1: SLA still met at that load with one node down[/]"
+    )
     rest = len(ok) - min(len(ok), limit)
     pruned = sum(c.status == "pruned" for c in result.candidates)
     infeasible = sum(c.status == "infeasible" for c in result.candidates)
