@@ -54,7 +54,7 @@ async def run_open_loop(
     specs: Sequence[RequestSpec],
     *,
     max_connections: int = 1024,
-    spin_s: float = 0.002,
+    spin_s: float = 0.0005,
     on_done: OnDone | None = None,
     label: str = "",
 ) -> list[RequestRecord]:
