@@ -211,3 +211,14 @@ def test_iteration_time_never_decreases_with_more_work(
         "ctx_per_seq": (pre, base[1], seqs, seqs * (ctx_per_seq + 64)),
     }[bump]
     assert m.iteration_time_s(*more) >= m.iteration_time_s(*base)
+
+
+def test_iteration_terms_name_the_bound(llama8b: RooflineModel) -> None:
+    terms = llama8b.iteration_terms(0, 0.0, 1, 1000)
+    assert terms["weights_read_s"] == pytest.approx(15_009_849_344 / H100_BW)
+    assert terms["linear_compute_s"] < terms["weights_read_s"]  # batch-1 decode: memory-bound
+    assert terms["decode_kv_s"] == pytest.approx(1001 * 131_072 / H100_BW)
+    assert terms["allreduce_s"] == 0.0 and terms["overhead_s"] == 0.0
+    big = llama8b.iteration_terms(16384, 0.0, 0, 0)
+    assert big["linear_compute_s"] > big["weights_read_s"]  # big prefill: compute-bound
+    assert llama8b.iteration_terms(0, 0.0, 0, 0)["total_s"] == 0.0

@@ -311,6 +311,52 @@ class RooflineModel:
             t += a if a > b else b
         return t
 
+    def iteration_terms(
+        self,
+        prefill_tokens: int,
+        prefill_attention_pairs: float,
+        decode_seqs: int,
+        decode_context_tokens: int,
+    ) -> dict[str, float]:
+        """The parts of :meth:`iteration_time_s` (seconds each), for reports and calibration.
+
+        Keys: ``linear_compute_s`` and ``weights_read_s`` (the matmul roofline takes the
+        larger), ``prefill_attention_s`` / ``prefill_kv_s`` and ``decode_attention_s`` /
+        ``decode_kv_s`` (likewise pairwise), ``allreduce_s``, ``overhead_s``, and
+        ``total_s`` (= iteration_time_s). All zero for an empty iteration.
+        """
+        tokens = prefill_tokens + decode_seqs
+        keys = (
+            "linear_compute_s",
+            "weights_read_s",
+            "prefill_attention_s",
+            "prefill_kv_s",
+            "decode_attention_s",
+            "decode_kv_s",
+            "allreduce_s",
+            "overhead_s",
+            "total_s",
+        )
+        if tokens <= 0:
+            return dict.fromkeys(keys, 0.0)
+        weights = self._t_weights + self._t_experts * (1.0 - self._expert_miss**tokens)
+        pre_on = 1.0 if prefill_tokens else 0.0
+        dec_on = 1.0 if decode_seqs else 0.0
+        parts = {
+            "linear_compute_s": tokens * self._c_lin + decode_seqs * self._c_head,
+            "weights_read_s": weights,
+            "prefill_attention_s": pre_on * prefill_attention_pairs * self._c_attn,
+            "prefill_kv_s": prefill_tokens * self._c_kv,
+            "decode_attention_s": dec_on * decode_context_tokens * self._c_attn,
+            "decode_kv_s": dec_on * (decode_context_tokens + decode_seqs) * self._c_kv,
+            "allreduce_s": self._t_comm + tokens * self._c_comm,
+            "overhead_s": self._overhead,
+        }
+        parts["total_s"] = self.iteration_time_s(
+            prefill_tokens, prefill_attention_pairs, decode_seqs, decode_context_tokens
+        )
+        return parts
+
     # ---- CostModel ---------------------------------------------------------------------
 
     def cost_s(self, input_tokens: int, output_tokens: int) -> float:
