@@ -283,8 +283,11 @@ class RooflineModel:
         Args:
             prefill_tokens: new prompt tokens prefilled this iteration (chunks of one or
                 more sequences).
-            prefill_attention_pairs: Σ over those chunks of chunk_len x context length after
-                the chunk (query-key pairs, for attention FLOPs).
+            prefill_attention_pairs: query-key pairs the attention computes, for its FLOPs:
+                Σ over those chunks of chunk_len x context length after the chunk (the
+                simulator's convention). That counts the masked half of each chunk's own
+                square too; a causal kernel computes chunk x prior + chunk(chunk+1)/2, and
+                passing that count instead makes long-prompt attention half as dear.
             decode_seqs: sequences decoding one token each.
             decode_context_tokens: Σ of those sequences' context lengths (KV tokens read).
 
