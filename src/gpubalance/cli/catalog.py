@@ -54,8 +54,7 @@ def catalog(
 ) -> None:
     """List the GPU and model catalogs, or show the memory arithmetic of a model per GPU.
 
-    A single GPU and tp prints the full arithmetic (weights, activations, overhead,
-    KV-cache budget, tokens, sequences).
+    With one --gpu and one --tp, 'fit' prints the whole memory arithmetic.
     """
     import orjson
     from rich.console import Console
@@ -120,12 +119,14 @@ def catalog(
         out["fits_anywhere"] = any(e.fits for e in estimates)
         if not json_out:
             if len(estimates) == 1:
-                console.print(estimates[0].breakdown(), highlight=False, markup=False)
+                console.print(
+                    estimates[0].breakdown(), highlight=False, markup=False, soft_wrap=True
+                )
             else:
                 console.print(fit_table(estimates))
                 if not any(e.fits for e in estimates):
                     best = max(estimates, key=lambda e: e.kv_budget_bytes_per_gpu)
                     console.print("Fits nowhere; closest:", style="bold red")
-                    console.print(best.breakdown(), highlight=False, markup=False)
+                    console.print(best.breakdown(), highlight=False, markup=False, soft_wrap=True)
     if json_out:
         typer.echo(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode())
