@@ -361,20 +361,25 @@ def simulate(
         if worst + counters["rejected"] + counters["too_large"] > allowed:
             loop.stop("SLA quantile can no longer be met")
 
+    def collect(rep: Replica, b: BackendState, t: float) -> None:
+        done = rep.done
+        for s in done:
+            if s.finish_s <= t:
+                b.finish(costs[s.key])
+            else:
+                heappush(pending, (s.finish_s, s.key, replica_of[s.key]))
+        if stop_sla is not None:
+            check_violations(done)
+        done.clear()
+
     def sync(t: float) -> None:
+        # a replica inside a decode run that no arrival interrupted (t < quiet_until_s)
+        # cannot change anything the router or the samples see: leave it for later
         for rep, b in rep_pairs:
-            if rep.clock_s < t and (rep.running or rep.waiting):
+            if rep.clock_s < t and t >= rep.quiet_until_s and (rep.running or rep.waiting):
                 rep.advance(t)
-                done = rep.done
-                if done:
-                    for s in done:
-                        if s.finish_s <= t:
-                            b.finish(costs[s.key])
-                        else:
-                            heappush(pending, (s.finish_s, s.key, replica_of[s.key]))
-                    if stop_sla is not None:
-                        check_violations(done)
-                    done.clear()
+                if rep.done:
+                    collect(rep, b, t)
         while pending and pending[0][0] <= t:
             _, i, j = heappop(pending)
             backends[j].finish(costs[i])
@@ -388,6 +393,10 @@ def simulate(
             counters["rejected"] += 1
             return None
         rep = reps[j]
+        if rep.clock_s < t and (rep.running or rep.waiting):  # skipped by sync while quiet
+            rep.advance(t)
+            if rep.done:
+                collect(rep, backends[j], t)
         if max_queued_per_replica is not None and len(rep.waiting) >= max_queued_per_replica:
             counters["rejected"] += 1
             if stop_sla is not None and counters["rejected"] > allowed:

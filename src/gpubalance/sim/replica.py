@@ -199,6 +199,10 @@ class Replica:
         self.iterations = 0
         self.preemptions = 0
         self._n_prefilling = 0  # running sequences with computed < prompt_tokens
+        #: no sequence finishes, is admitted or preempted before this time (seconds): the
+        #: replica is inside a run of identical decode iterations cut short by ``advance``'s
+        #: horizon. A driver may skip advancing it until then (-inf: unknown).
+        self.quiet_until_s = -math.inf
 
     # ----------------------------------------------------------------- observables
     @property
@@ -246,6 +250,7 @@ class Replica:
             )
         seq = SeqState(key, int(input_tokens), int(output_tokens))
         self.waiting.append(seq)
+        self.quiet_until_s = -math.inf
         return seq
 
     def add(self, request: RequestLike, key: Any = None) -> SeqState:
@@ -269,76 +274,120 @@ class Replica:
         self.waiting.appendleft(victim)
 
     def _iterate(self, now_s: float, result: StepResult | None) -> float:
-        """Form and apply one iteration starting at ``now_s``; returns its duration."""
+        """Form and apply one iteration starting at ``now_s``; returns its duration.
+
+        Sequence counters are updated while the batch is formed (preemption only ever
+        takes sequences not yet visited, from the end of the running list); times are
+        stamped once the duration is known.
+        """
         bs = self.block_size_tokens
         budget = self.max_batched_tokens
         running = self.running
-        sched: list[tuple[SeqState, int]] = []
+        self.quiet_until_s = -math.inf
         prefill_tokens = 0
-        pairs = 0.0
+        pairs = 0
         dseqs = 0
         dctx = 0
         preempted = False
+        first: list[SeqState] = []
+        finishers: list[SeqState] = []
+        tokens = result.tokens if result is not None else None
         i = 0
         while i < len(running) and budget > 0:
             s = running[i]
+            i += 1
             c = s.computed
-            if c < s.prompt_tokens:
-                chunk = s.prompt_tokens - c
+            p = s.prompt_tokens
+            if c < p:
+                chunk = p - c
                 if chunk > budget:
                     chunk = budget
                 budget -= chunk
                 prefill_tokens += chunk
-                pairs += chunk * (c + chunk)
-                sched.append((s, chunk))
-                i += 1
+                c += chunk
+                pairs += chunk * c
+                s.computed = c
+                if c == p:  # prompt complete: emits a token (none if output_tokens == 0)
+                    self._n_prefilling -= 1
+                    if s.output_tokens == 0:
+                        finishers.append(s)
+                        continue
+                    g = s.generated + 1
+                    s.generated = g
+                    if g == 1:
+                        first.append(s)
+                    elif tokens is not None:
+                        tokens.append(s)
+                    if g >= s.output_tokens:
+                        finishers.append(s)
                 continue
-            need = c + 1
-            if need > s.blocks * bs:
-                self_preempted = False
-                while self.free_blocks == 0:
-                    victim = running.pop()  # the newest running sequence
-                    self._preempt(victim)
-                    preempted = True
-                    if result is not None:
-                        result.preempted.append(victim)
-                    if victim is s:
-                        self_preempted = True
-                        break
-                if self_preempted:
-                    break  # s was the last running sequence
+            c += 1  # decode: reads c + 1 context tokens, stores one more
+            if c > s.blocks * bs:
+                if self.free_blocks == 0:
+                    self_preempted = False
+                    while self.free_blocks == 0:
+                        victim = running.pop()  # the newest running sequence
+                        self._preempt(victim)
+                        preempted = True
+                        if result is not None:
+                            result.preempted.append(victim)
+                        if victim is s:
+                            self_preempted = True
+                            break
+                    if self_preempted:
+                        break  # s was the last running sequence
                 self.free_blocks -= 1
                 s.blocks += 1
             budget -= 1
             dseqs += 1
-            dctx += need
-            sched.append((s, 1))
-            i += 1
+            dctx += c
+            s.computed = c
+            g = s.generated + 1
+            s.generated = g
+            if tokens is not None:
+                tokens.append(s)
+            if g >= s.output_tokens:
+                finishers.append(s)
         if not preempted:
             waiting = self.waiting
             free = self.free_blocks
-            while waiting and budget > 0 and len(running) < self.max_num_seqs:
+            max_seqs = self.max_num_seqs
+            chunked = self.chunked_prefill
+            while waiting and budget > 0 and len(running) < max_seqs:
                 s = waiting[0]
                 p = s.prompt_tokens
                 nb = -(-p // bs)
                 if nb > free:
                     break
-                if p > budget and not self.chunked_prefill:
+                if p > budget and not chunked:
                     break
                 waiting.popleft()
                 free -= nb
                 s.blocks = nb
                 running.append(s)
-                self._n_prefilling += 1
                 if s.first_scheduled_s < 0.0:
                     s.first_scheduled_s = now_s
                 chunk = p if p <= budget else budget
                 budget -= chunk
                 prefill_tokens += chunk
                 pairs += chunk * chunk
-                sched.append((s, chunk))
+                s.computed = chunk
+                if chunk < p:
+                    self._n_prefilling += 1
+                    continue
+                if s.output_tokens == 0:
+                    finishers.append(s)
+                    continue
+                g = s.generated + 1
+                s.generated = g
+                if g == 1:
+                    first.append(s)
+                elif tokens is not None:
+                    tokens.append(s)
+                if g >= s.output_tokens:
+                    finishers.append(s)
             self.free_blocks = free
-        if not sched:
+        if not prefill_tokens and not dseqs:
             if self.running or self.waiting:
                 raise RuntimeError("replica has work but could not schedule any (bug)")
             return 0.0
@@ -346,46 +395,27 @@ class Replica:
         end = now_s + dur
         self.busy_s += dur
         self.iterations += 1
-        any_done = False
-        for s, n in sched:
-            was_prefill = s.computed < s.prompt_tokens
-            s.computed += n
-            if was_prefill:
-                if s.computed < s.prompt_tokens:
-                    continue
-                self._n_prefilling -= 1
-                if s.output_tokens == 0:
-                    s.first_token_s = end
-                    s.finish_s = end
-                    any_done = True
-                    continue
-            s.generated += 1
-            if s.generated == 1:
-                s.first_token_s = end
-                if result is not None:
-                    result.first_token.append(s)
-            elif result is not None:
-                result.tokens.append(s)
-            if s.generated >= s.output_tokens:
-                s.finish_s = end
-                any_done = True
-        if any_done:
-            keep = []
+        for s in first:
+            s.first_token_s = end
+        if finishers:
             done = self.done
-            for s in running:
-                if s.finish_s >= 0.0:
-                    self.free_blocks += s.blocks
-                    s.blocks = 0
-                    done.append(s)
-                    if result is not None:
-                        result.finished.append(s)
-                else:
-                    keep.append(s)
-            self.running = keep
+            for s in finishers:
+                s.finish_s = end
+                if s.first_token_s < 0.0:
+                    s.first_token_s = end  # output_tokens == 0
+                self.free_blocks += s.blocks
+                s.blocks = 0
+                done.append(s)
+            if len(finishers) == 1:
+                running.remove(finishers[0])
+            else:
+                self.running = [s for s in running if s.finish_s < 0.0]
         if result is not None:
             result.duration_s = dur
             result.prefill_tokens = prefill_tokens
             result.decode_seqs = dseqs
+            result.first_token.extend(first)
+            result.finished.extend(finishers)
         return dur
 
     def step(self, now_s: float = 0.0) -> StepResult:
@@ -400,7 +430,7 @@ class Replica:
 
     # ----------------------------------------------------------------- fast path
     def _decode_run(self, now_s: float, until_s: float) -> float:
-        """Run m >= 1 identical-shape decode iterations at once, if the state allows.
+        """Run m >= 2 identical-shape decode iterations at once, if the state allows.
 
         Preconditions checked here: every running sequence decodes, nothing waiting can be
         admitted, the batch fits the token budget and KV blocks suffice. The run ends at
@@ -412,10 +442,10 @@ class Replica:
         if n == 0 or self._n_prefilling or n > self.max_batched_tokens:
             return -1.0
         bs = self.block_size_tokens
-        if self.waiting and n < self.max_num_seqs:
-            nb = -(-self.waiting[0].prompt_tokens // bs)
-            if nb <= self.free_blocks:
-                return -1.0
+        free = self.free_blocks
+        waiting = self.waiting
+        if waiting and n < self.max_num_seqs and -(-waiting[0].prompt_tokens // bs) <= free:
+            return -1.0  # the head of the queue would be admitted
         k = 1 << 62
         ctx0 = n
         for s in running:
@@ -425,38 +455,40 @@ class Replica:
             ctx0 += s.computed
         if k < 2:
             return -1.0
-        # KV: blocks needed for j steps = sum ceil(max(0, computed + j - blocks*bs) / bs)
-        free = self.free_blocks
+        # KV: j steps need sum ceil(max(0, computed + j - blocks*bs) / bs) new blocks;
+        # each sequence needs at most k // bs + 1, so the exact count is rarely needed
+        if free < n * (k // bs + 1):
 
-        def blocks_needed(j: int) -> int:
-            tot = 0
-            for s in running:
-                over = s.computed + j - s.blocks * bs
-                if over > 0:
-                    tot += -(-over // bs)
-            return tot
+            def blocks_needed(j: int) -> int:
+                tot = 0
+                for s in running:
+                    over = s.computed + j - s.blocks * bs
+                    if over > 0:
+                        tot += -(-over // bs)
+                return tot
 
-        if blocks_needed(k) > free:
-            lo, hi = 0, k  # largest j with blocks_needed(j) <= free
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                if blocks_needed(mid) <= free:
-                    lo = mid
-                else:
-                    hi = mid - 1
-            k = lo
-            if k < 2:
-                return -1.0
+            if blocks_needed(k) > free:
+                lo, hi = 0, k  # largest j with blocks_needed(j) <= free
+                while lo < hi:
+                    mid = (lo + hi + 1) // 2
+                    if blocks_needed(mid) <= free:
+                        lo = mid
+                    else:
+                        hi = mid - 1
+                k = lo
+                if k < 2:
+                    return -1.0
         f = self._time
-        d0 = f(0, 0.0, n, ctx0)
-        d1 = f(0, 0.0, n, ctx0 + n)
-        delta = d1 - d0
-        dl = f(0, 0.0, n, ctx0 + (k - 1) * n)
-        affine = math.isclose(dl, d0 + (k - 1) * delta, rel_tol=1e-9, abs_tol=1e-15)
-        if affine:
+        d0 = f(0, 0, n, ctx0)
+        delta = f(0, 0, n, ctx0 + n) - d0
+        dl = f(0, 0, n, ctx0 + (k - 1) * n)
+        self.quiet_until_s = -math.inf
+        if math.isclose(dl, d0 + (k - 1) * delta, rel_tol=1e-9, abs_tol=1e-15):
+            m = k
             total = k * d0 + delta * (k * (k - 1) // 2)
             if now_s + total >= until_s:
-                # smallest m with now + T(m) >= until; T increasing in m
+                self.quiet_until_s = now_s + total
+                # smallest m with now + T(m) >= until; T increases with m
                 lo, hi = 1, k
                 while lo < hi:
                     mid = (lo + hi) // 2
@@ -466,42 +498,43 @@ class Replica:
                         lo = mid + 1
                 m = lo
                 total = m * d0 + delta * (m * (m - 1) // 2)
-            else:
-                m = k
-        else:
+        else:  # not affine in context over this run: sum iteration by iteration
             total = 0.0
             m = 0
             ctx = ctx0
             while m < k and now_s + total < until_s:
-                total += f(0, 0.0, n, ctx)
+                total += f(0, 0, n, ctx)
                 ctx += n
                 m += 1
-        # apply m decode iterations
+        self.busy_s += total
+        self.iterations += m
         used = 0
+        finished = False
         for s in running:
-            s.computed += m
+            c = s.computed + m
+            s.computed = c
             s.generated += m
-            over = s.computed - s.blocks * bs
+            over = c - s.blocks * bs
             if over > 0:
                 nb = -(-over // bs)
                 s.blocks += nb
                 used += nb
-        self.free_blocks -= used
-        self.busy_s += total
-        self.iterations += m
-        if m == k:
+            if s.generated >= s.output_tokens:
+                finished = True
+        if finished:
             end = now_s + total
             keep = []
             done = self.done
             for s in running:
                 if s.generated >= s.output_tokens:
                     s.finish_s = end
-                    self.free_blocks += s.blocks
+                    used -= s.blocks
                     s.blocks = 0
                     done.append(s)
                 else:
                     keep.append(s)
             self.running = keep
+        self.free_blocks = free - used
         return total
 
     def advance(self, until_s: float) -> float:
