@@ -135,3 +135,15 @@ def test_batch_sampler_fewer_items_than_ranks_repeats() -> None:
 def test_world_from_torch_distributed_required() -> None:
     with pytest.raises(RuntimeError, match="num_replicas and rank"):
         CostBalancedDistributedSampler(costs_s=COSTS)
+
+
+def test_steps_line_up_with_dataloader_batches() -> None:
+    # 1001 items, 8 ranks, batch 16: 126 per rank = 7 full steps of 16 + one of 14, last
+    for epoch in range(5):
+        s = CostBalancedDistributedSampler(
+            costs_s=COSTS, num_replicas=8, rank=3, batch_size=16, seed=epoch
+        )
+        s.set_epoch(epoch)
+        plan = s.plan()
+        counts = [plan.per_rank_count(i) for i in range(plan.n_steps)]
+        assert counts == [16] * 7 + [14]

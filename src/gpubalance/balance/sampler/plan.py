@@ -2,8 +2,10 @@
 
 The costs are sorted once (ties in seeded random order). Each epoch, the sorted list is
 cut into steps of ``global_batch`` consecutive (so alike) items starting at a random
-offset, treating the list as a ring; the one step that wraps around the ring is sorted
-on its own. Steps are visited in shuffled order, and inside a step the items are dealt
+offset, treating the list as a ring; the one step that wraps around the ring holds the
+cheapest and the dearest items, which in that order are still sorted, so no step is ever
+re-sorted. Full steps are visited in shuffled order and the shorter remainder step (if
+any) comes last, so a DataLoader's batches line up with steps. Inside a step items are dealt
 to ranks in snake order (``0..k-1, k-1..0, ...``) starting at a random rotation, so each
 rank gets ``global_batch / k`` items of near-equal total cost. A rank computes only its
 own positions: after the one-off sort, per-step work is O(global_batch / k) and per-epoch
@@ -84,10 +86,13 @@ class EpochPlan:
         self.total = (n // k) * k if drop_last else math.ceil(n / k) * k
         self.ring = items.ring(max(self.total, n))
         self.n_steps = math.ceil(self.total / g) if self.total else 0
+        full = self.total // g
         if items.shuffle:
             rng = np.random.default_rng([items.seed, epoch])
             self.offset = int(rng.integers(self.ring.shape[0])) if self.ring.shape[0] else 0
-            self.step_order = rng.permutation(self.n_steps)
+            self.step_order = np.concatenate(
+                [rng.permutation(full), np.arange(full, self.n_steps)]
+            ).astype(np.int64)
             self.rotation = rng.integers(0, k, size=self.n_steps)
         else:
             self.offset = 0
@@ -112,6 +117,8 @@ class EpochPlan:
         pos = snake_positions(length, self.k, lane)
         if start + length <= m:
             return self.ring[start + pos]
-        whole = self.ring[(start + np.arange(length)) % m]
-        whole = whole[np.argsort(self.items.costs_s[whole], kind="stable")]
-        return whole[pos]
+        # wraps: ring[start:m] (dearest) and ring[:rest] (cheapest); cheapest first is sorted
+        rest = length - (m - start)
+        return np.where(
+            pos < rest, self.ring[np.minimum(pos, m - 1)], self.ring[(start + pos - rest) % m]
+        )
