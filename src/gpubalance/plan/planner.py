@@ -60,6 +60,9 @@ class PlanSettings:
             one node down (one spare node unless rounding already leaves that much room);
             fleets are then compared at equal resilience. Without it, fleets that survive
             one node down today rank before those that do not.
+        detail_top: the best this-many sized candidates (and the runner-up) are also
+            simulated at today's load and with one node down; the others' one-node-down
+            answers follow from their minimal replica counts.
         prune: skip simulating (GPU, TP) pairs whose analytic lower-bound cost already
             exceeds the best candidate found (they could never be recommended).
         model / precision / workload / requests_per_simulation / mean_*: echoed in reports.
@@ -74,6 +77,7 @@ class PlanSettings:
     max_replicas: int = 512
     spare_node: bool = True
     prune: bool = True
+    detail_top: int = 10
     model: str = ""
     precision: str = ""
     workload: str = ""
@@ -270,11 +274,15 @@ def make_plan(
     if not ranked:
         raise UserInputError(best_achievable(candidates, sla, rate_now, rate_growth))
     rec = ranked[0]
+    for c in ranked[: settings.detail_top]:
+        _detail(c, ev, settings, rate_now, rate_growth)
     runner = next(
         (c for c in ranked[1:] if (c.shape.gpu, c.shape.tp) != (rec.shape.gpu, rec.shape.tp)), None
     )
     if runner is None and len(ranked) > 1:
         runner = ranked[1]
+    if runner is not None and not runner.one_node_down_simulated:
+        _detail(runner, ev, settings, rate_now, rate_growth)
     candidates.sort(key=lambda c: _display_key(c, settings.spare_node))
     stats.wall_s = time.perf_counter() - t0
     return PlanResult(
@@ -316,30 +324,23 @@ def _sized_candidate(
     price_source: str,
     mean_tokens: float,
 ) -> Candidate:
+    # Under the search's monotonicity (more replicas never break an SLA fewer meet),
+    # r_now / r_growth decide every "does this fleet meet the SLA" question below; the
+    # top candidates are then simulated with one node down as well (see _detail).
     rpn = s.replicas_per_node
-    sla = settings.sla
     nodes_now = nodes_needed(r_now, s)
     nodes_min = nodes_needed(r_growth, s)
     nodes = nodes_min
-    if settings.spare_node:
-        # add a spare node unless nodes_min - 1 nodes already meet the SLA at the horizon
-        slack_ok = nodes_min > 1 and sla.met(
-            ev.summary(s.gpu, s.tp, (nodes_min - 1) * rpn, rate_growth)
-        )
-        nodes = nodes_min if slack_ok else nodes_min + 1
+    if settings.spare_node and not (nodes_min > 1 and (nodes_min - 1) * rpn >= r_growth):
+        nodes = nodes_min + 1  # so that nodes - 1 still hold r_growth replicas
     replicas = nodes * rpn
-    lat_now = ev.summary(s.gpu, s.tp, replicas, rate_now, full=True)
     lat_growth = ev.summary(s.gpu, s.tp, replicas, rate_growth, full=True)
-    down_now = down_growth = None
-    if nodes > 1:
-        down_now = ev.summary(s.gpu, s.tp, replicas - rpn, rate_now)
-        down_growth = ev.summary(s.gpu, s.tp, replicas - rpn, rate_growth)
     fd = failure_domain(
         s,
         nodes,
         r_growth,
-        holds_one_down_now=down_now is not None and sla.met(down_now),
-        holds_one_down_growth=down_growth is not None and sla.met(down_growth),
+        holds_one_down_now=(nodes - 1) * rpn >= r_now,
+        holds_one_down_growth=(nodes - 1) * rpn >= r_growth,
     )
     book = settings.prices
     cost = fleet_cost(s, nodes, price_gpu_hour, book)
@@ -359,13 +360,35 @@ def _sized_candidate(
         min_month_usd=fleet_cost(s, nodes_min, price_gpu_hour, book).month_usd,
         usd_per_million_tokens_now=cost.usd_per_million_tokens(rate_now, mean_tokens, hours),
         usd_per_million_tokens_growth=cost.usd_per_million_tokens(rate_growth, mean_tokens, hours),
-        latency_now=lat_now,
         latency_growth=lat_growth,
-        latency_one_down_now=down_now,
-        latency_one_down_growth=down_growth,
         failure=fd,
         rps_per_gpu_growth=rate_growth / (nodes * s.gpus_per_node),
     )
+
+
+def _detail(
+    c: Candidate, ev: _Evaluator, settings: PlanSettings, rate_now: float, rate_growth: float
+) -> None:
+    """Simulate a sized candidate at today's load and with one node down (now and at the
+    projected load); the one-node-down answers replace the arithmetic ones."""
+    s = c.shape
+    assert c.nodes is not None and c.replicas_growth is not None
+    replicas = c.nodes * s.replicas_per_node
+    c.latency_now = ev.summary(s.gpu, s.tp, replicas, rate_now, full=True)
+    if c.nodes > 1:
+        down = replicas - s.replicas_per_node
+        c.latency_one_down_now = ev.summary(s.gpu, s.tp, down, rate_now, full=True)
+        c.latency_one_down_growth = ev.summary(s.gpu, s.tp, down, rate_growth, full=True)
+    sla = settings.sla
+    c.failure = failure_domain(
+        s,
+        c.nodes,
+        c.replicas_growth,
+        holds_one_down_now=c.latency_one_down_now is not None and sla.met(c.latency_one_down_now),
+        holds_one_down_growth=c.latency_one_down_growth is not None
+        and sla.met(c.latency_one_down_growth),
+    )
+    c.one_node_down_simulated = True
 
 
 def _nothing_fits_message(

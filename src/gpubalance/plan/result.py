@@ -39,8 +39,13 @@ class Candidate:
         cost: monthly cost of the deployed fleet; ``min_month_usd``: cost of ``nodes_min``.
         usd_per_million_tokens_now / _growth: monthly cost over tokens served in a month.
         latency_now / latency_growth: the deployed fleet simulated at today's / projected load.
-        latency_one_down_now / _growth: the fleet with one node down (None for 1 node).
+        latency_one_down_now / _growth: the fleet with one node down (None for 1 node, or
+            when not simulated).
         failure: failure-domain figures.
+        one_node_down_simulated: the one-node-down answers in ``failure`` come from
+            simulating the fleet less one node (top candidates); otherwise from the minimal
+            replica counts the search found (the SLA holds iff the replicas left are at
+            least that many).
         rps_per_gpu_growth: projected req/s over deployed GPUs.
         best_latency: for infeasible shapes, the latency of the largest fleet tried.
         note: why infeasible or pruned.
@@ -67,6 +72,7 @@ class Candidate:
     failure: FailureDomain | None = None
     rps_per_gpu_growth: float | None = None
     lower_bound_month_usd: float | None = None
+    one_node_down_simulated: bool = False
     best_latency: LatencySummary | None = None
     best_replicas_tried: int | None = None
     note: str = ""

@@ -78,6 +78,7 @@ def candidate_to_dict(c: Candidate) -> dict[str, Any]:
             "spare_replicas": fd.spare_replicas,
             "sla_holds_one_node_down_now": fd.sla_holds_one_node_down_now,
             "sla_holds_one_node_down_growth": fd.sla_holds_one_node_down_growth,
+            "one_node_down_simulated": c.one_node_down_simulated,
         },
         "memory": {
             "weights_per_gpu_bytes": c.fit.weights_per_gpu_bytes,
