@@ -36,3 +36,7 @@ from gpubalance.cli import plan as plan_cmd  # noqa: E402
 app.command("plan")(plan_cmd.plan)
 from gpubalance.cli import audit as audit_cmd  # noqa: E402
 app.command("audit")(audit_cmd.audit)
+from gpubalance.cli import collectives as collectives_cmd  # noqa: E402
+app.command("collectives")(collectives_cmd.collectives)
+from gpubalance.cli import minilm_server as minilm_server_cmd  # noqa: E402
+app.command("minilm-server")(minilm_server_cmd.minilm_server)
