@@ -65,7 +65,13 @@ def runs_table(result: LoadTestResult) -> Table:
     cols = ["run", "ok", "fail", "req/s"]
     if result.config.gpus > 1:
         cols.append("/GPU")
-    cols += ["tok/s", "e2e50", "e2e90", "e2e95", "e2e99"]
+    cols += [
+        "in tok/s" if result.config.endpoint.kind == "embeddings" else "tok/s",
+        "e2e50",
+        "e2e90",
+        "e2e95",
+        "e2e99",
+    ]
     if streaming:
         cols += ["ttft50", "ttft99", "itl50", "itl99"]
     cols.append("late99")
@@ -77,7 +83,8 @@ def runs_table(result: LoadTestResult) -> Table:
         row = [s.label, str(s.n_ok), str(s.n_failed), f"{s.throughput_rps:.1f}"]
         if result.config.gpus > 1:
             row.append(f"{s.throughput_rps / s.gpus:.1f}")
-        row.append(f"{s.output_tokens_per_s:.0f}")
+        emb = result.config.endpoint.kind == "embeddings"
+        row.append(f"{s.input_tokens_per_s if emb else s.output_tokens_per_s:.0f}")
         row += [_ms(e2e.p50), _ms(e2e.p90), _ms(e2e.p95), _ms(e2e.p99)]
         if streaming:
             tt, it = s.latency_s["ttft"], s.latency_s["itl"]
