@@ -86,7 +86,7 @@ def explain(
     elif not tp1_fits:
         mem_line += f"; one {s.gpu} cannot hold it, so the model needs TP{s.tp}."
     else:
-        mem_line += "."
+        mem_line += f"; one {s.gpu} would hold it too, so TP{s.tp} is for speed, not memory."
     lines.append(mem_line)
     concurrency = inputs.rate_growth_rps * lat.e2e_mean_s  # Little's law
     lines.append(
@@ -146,12 +146,21 @@ def _verdict(rec: Candidate, candidates: list[Candidate], prefer_safe: bool) -> 
     ok_singles = [c for c in singles if c.status == "ok"]
     if not singles:
         reason = f"the model does not fit one {s.gpu} (memory)"
+    elif not ok_singles and any(c.status == "pruned" for c in singles):
+        reason = f"single-GPU {s.gpu} nodes would cost more (analytic lower bound)"
     elif not ok_singles:
         reason = f"single-GPU {s.gpu} replicas cannot meet the SLA (latency)"
     else:
         single = min(ok_singles, key=lambda c: c.month_usd or math.inf)
-        reason = (
+        cheaper = (
             f"it is cheaper than {single.nodes} single-GPU {s.gpu} nodes "
-            f"({_money(single.month_usd)}/month) at this concurrency"
+            f"({_money(single.month_usd)}/month)"
         )
+        if s.tp > 1:
+            reason = (
+                f"the SLA favours tensor parallelism: TP{s.tp} cuts prefill time so fewer "
+                f"GPUs meet it, and {cheaper}"
+            )
+        else:
+            reason = f"at this concurrency packing {s.gpus_per_node} replicas per node: {cheaper}"
     return f"Verdict: multi-GPU nodes ({s.gpus_per_node} GPUs) because {reason}."
