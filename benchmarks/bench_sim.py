@@ -61,6 +61,7 @@ def per_iteration_baseline(
     inp, out = arr.input_tokens.tolist(), arr.output_tokens.tolist()
     seqs: list[SeqState | None] = [None] * len(t_list)
     stepping = [False] * n_replicas
+    finishing: list[list[SeqState]] = [[] for _ in range(n_replicas)]
 
     def on_arrival(t: float, i: int) -> list[tuple[float, int, Any]] | None:
         j = choose(backends, cost[i])
@@ -73,13 +74,15 @@ def per_iteration_baseline(
 
     def on_step(t: float, j: int) -> list[tuple[float, int, Any]] | None:
         rep = reps[j]
-        for s in rep.done:
+        for s in finishing[j]:
             backends[j].finish(cost[s.key])
-        rep.done.clear()
+        finishing[j] = []
         if not rep.has_work:
             stepping[j] = False
             return None
-        return [(t + rep.step(t).duration_s, 1, j)]
+        res = rep.step(t)
+        finishing[j] = res.finished
+        return [(t + res.duration_s, 1, j)]
 
     EventLoop([on_arrival, on_step]).run(t_list, 0)  # type: ignore[list-item]
     fin = np.array([s.finish_s for s in seqs if s is not None])

@@ -18,7 +18,8 @@ chunked_prefill=True, block_size_tokens=16)``
   (``first_token``), one more token (``tokens``), finished (``finished``) or were preempted
   (``preempted``) in it. All emissions happen at the END of the iteration, i.e. at
   ``now_s + duration_s``; ``now_s`` is only used to stamp times on the sequences. The
-  emulator calls ``step()``, sleeps ``duration_s``, then streams the tokens.
+  emulator calls ``step()``, sleeps ``duration_s``, then streams the tokens. The replica
+  keeps no reference to finished sequences after ``step()`` returns.
 - ``advance(until_s)``: the simulator's fast path: run every iteration that starts before
   ``until_s`` from the replica's own clock ``clock_s``, collapsing runs of identical
   decode-only iterations into one computation. Finished sequences are appended to
@@ -398,7 +399,7 @@ class Replica:
         for s in first:
             s.first_token_s = end
         if finishers:
-            done = self.done
+            done = self.done if result is None else result.finished
             for s in finishers:
                 s.finish_s = end
                 if s.first_token_s < 0.0:
@@ -415,14 +416,14 @@ class Replica:
             result.prefill_tokens = prefill_tokens
             result.decode_seqs = dseqs
             result.first_token.extend(first)
-            result.finished.extend(finishers)
         return dur
 
     def step(self, now_s: float = 0.0) -> StepResult:
         """Run the next iteration starting at ``now_s`` seconds (see module docstring).
 
-        Finished sequences are also appended to ``done``; a driver that only uses ``step``
-        may ignore (or clear) that list. Returns ``StepResult(duration_s=0.0)`` when idle.
+        Finished sequences are reported in the result only (not appended to ``done``, so a
+        long-running driver keeps no history). Returns ``StepResult(duration_s=0.0)`` when
+        idle.
         """
         result = StepResult(0.0)
         self._iterate(now_s, result)
