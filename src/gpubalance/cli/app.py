@@ -40,3 +40,5 @@ from gpubalance.cli import collectives as collectives_cmd  # noqa: E402
 app.command("collectives")(collectives_cmd.collectives)
 from gpubalance.cli import minilm_server as minilm_server_cmd  # noqa: E402
 app.command("minilm-server")(minilm_server_cmd.minilm_server)
+from gpubalance.cli import monitor as monitor_cmd  # noqa: E402
+app.command("monitor")(monitor_cmd.monitor)

@@ -109,6 +109,7 @@ class Diagnosis:
             "findings": [f.to_dict() for f in self.findings],
             "ranks": [r.__dict__ for r in self.ranks],
             "problems": self.problems,
+            "gpu_telemetry": {str(k): v for k, v in self.extra.get("nvml", {}).items()},
         }
 
 
@@ -201,6 +202,18 @@ def analyze(
                         f"{persistence} straggler {tag}: compute skew from uneven work "
                         f"({explained:.0%} explained by work cost)"
                     )
+        if dom == CAT_COMPUTE and rank in ts.nvml:
+            tel = ts.nvml[rank]
+            peer_clocks = [v["sm_clock_mhz"] for r, v in ts.nvml.items() if r != rank]
+            ev["gpu_telemetry"] = tel
+            if peer_clocks:
+                med_clock = float(np.median(peer_clocks))
+                ev["median_sm_clock_mhz_other_ranks"] = med_clock
+                if kind == "slow_compute" and tel["sm_clock_mhz"] < 0.9 * med_clock:
+                    title += (
+                        f"; SM clock {tel['sm_clock_mhz']:.0f} MHz vs {med_clock:.0f} MHz "
+                        "on the other ranks (throttled?)"
+                    )
         findings.append(
             Finding(
                 kind=kind,
@@ -222,8 +235,8 @@ def analyze(
         host_rows = {h: [i for i in range(R) if ts.hosts[i] == h] for h in hosts}
         host_mean = np.stack([busy[host_rows[h]].mean(axis=0) for h in hosts])  # (H, S)
         for k, h in enumerate(hosts):
-            others = np.delete(host_mean, k, axis=0)
-            h_excess = host_mean[k] - np.median(others, axis=0)
+            rest = np.delete(host_mean, k, axis=0)
+            h_excess = host_mean[k] - np.median(rest, axis=0)
             bad = h_excess > mask.threshold_s
             if len(host_rows[h]) >= 2 and bad.mean() >= opts.persistent_share:
                 rows = host_rows[h]
@@ -370,6 +383,7 @@ def analyze(
         heatmap_steps=heat_steps,
         phase_means_s=means,
         rank_ids=ts.ranks.copy(),
+        extra={"nvml": ts.nvml},
     )
 
 

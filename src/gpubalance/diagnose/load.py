@@ -60,10 +60,8 @@ def load_traces(
     left out and named in ``problems``; ranks named by the header's world size but without a
     file are listed as missing.
     """
-    if isinstance(paths, (str, Path)):
-        files = find_trace_files(paths)
-    else:
-        files = [f for p in paths for f in find_trace_files(p)]
+    roots = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+    files = [f for p in roots for f in find_trace_files(p)]
     problems: list[str] = []
     traces: list[RankTrace] = []
     for f in files:
@@ -81,7 +79,50 @@ def load_traces(
     if not traces:
         detail = "; ".join(problems[:5])
         raise UserInputError(f"no usable trace file among {len(files)} file(s): {detail}")
-    return align_ranks(traces, problems)
+    ts = align_ranks(traces, problems)
+    dirs = sorted({f.parent for f in files})
+    ts.nvml = read_nvml_summaries(dirs, ts.problems)
+    return ts
+
+
+_NVML_FIELDS = ("util_gpu_pct", "sm_clock_mhz", "power_w", "temperature_c", "mem_used_bytes")
+
+
+def read_nvml_summaries(dirs: Sequence[Path], problems: list[str]) -> dict[int, dict[str, float]]:
+    """Mean telemetry per rank from ``nvml-rank*.jsonl`` files beside the traces.
+
+    Unreadable lines are skipped and reported (file:line) in ``problems``.
+    """
+    import orjson
+
+    sums: dict[int, dict[str, float]] = {}
+    counts: dict[int, int] = {}
+    for d in dirs:
+        for f in sorted(d.glob("nvml-rank*.jsonl")):
+            bad = 0
+            first_bad = 0
+            with open(f, "rb") as fh:
+                for lineno, line in enumerate(fh, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        rec = orjson.loads(line)
+                        rank = int(rec["rank"])
+                        vals = {k: float(rec[k]) for k in _NVML_FIELDS}
+                    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+                        bad += 1
+                        first_bad = first_bad or lineno
+                        continue
+                    acc = sums.setdefault(rank, dict.fromkeys(_NVML_FIELDS, 0.0))
+                    for k, v in vals.items():
+                        acc[k] += v
+                    counts[rank] = counts.get(rank, 0) + 1
+            if bad:
+                problems.append(f"{f}:{first_bad}: {bad} unreadable telemetry line(s) skipped")
+    return {
+        r: {k: v / counts[r] for k, v in acc.items()} | {"samples": float(counts[r])}
+        for r, acc in sums.items()
+    }
 
 
 def align_ranks(traces: list[RankTrace], problems: list[str] | None = None) -> TraceSet:

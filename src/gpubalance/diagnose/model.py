@@ -57,6 +57,7 @@ class TraceSet:
     sources: list[str]
     collectives: list[dict[str, float]]
     problems: list[str] = field(default_factory=list)
+    nvml: dict[int, dict[str, float]] = field(default_factory=dict)  # rank -> telemetry means
 
     @property
     def n_ranks(self) -> int:

@@ -164,9 +164,8 @@ class _TimedDist:
     def all_gather_into_tensor(self, out: Any, tensor: Any, *args: Any, **kwargs: Any) -> Any:
         import torch.distributed as dist
 
-        return self._run(
-            "all_gather", _nbytes(out), dist.all_gather_into_tensor, out, tensor, *args, **kwargs
-        )
+        fn = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+        return self._run("all_gather", _nbytes(out), fn, out, tensor, *args, **kwargs)
 
     def all_gather(self, tensor_list: list[Any], tensor: Any, *args: Any, **kwargs: Any) -> Any:
         import torch.distributed as dist
@@ -178,15 +177,8 @@ class _TimedDist:
     def reduce_scatter_tensor(self, out: Any, tensor: Any, *args: Any, **kwargs: Any) -> Any:
         import torch.distributed as dist
 
-        return self._run(
-            "reduce_scatter",
-            _nbytes(tensor),
-            dist.reduce_scatter_tensor,
-            out,
-            tensor,
-            *args,
-            **kwargs,
-        )
+        fn = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+        return self._run("reduce_scatter", _nbytes(tensor), fn, out, tensor, *args, **kwargs)
 
     def broadcast(self, tensor: Any, *args: Any, **kwargs: Any) -> Any:
         import torch.distributed as dist
@@ -222,6 +214,11 @@ class PhaseTracer:
         cuda_events: time ``phase(..., gpu=True)`` with CUDA events (default: when CUDA is
             available); ignored without CUDA.
         cuda_lag_steps: resolve CUDA events at the earliest this many steps later.
+        nvml_interval_s: when set, sample this rank's GPU with NVML every so many seconds
+            into ``<out_dir>/nvml-rankNNNNN.jsonl`` (utilisation, memory, PCIe, SM clock,
+            power). Where NVML is absent the tracer says so (``notes``, a warning) and
+            traces on without it.
+        nvml_module: an NVML module to use instead of ``pynvml`` (tests).
     """
 
     def __init__(
@@ -237,6 +234,8 @@ class PhaseTracer:
         flush_every_steps: int = 200,
         cuda_events: bool | None = None,
         cuda_lag_steps: int = 3,
+        nvml_interval_s: float | None = None,
+        nvml_module: Any | None = None,
     ) -> None:
         if flush_every_steps < 1 or flush_interval_s <= 0 or cuda_lag_steps < 0:
             raise UserInputError("flush_every_steps, flush_interval_s must be positive")
@@ -270,6 +269,10 @@ class PhaseTracer:
         self._cuda_stack: list[Any] = []
         self._cuda_pending: list[tuple[int, int, Any, Any]] = []
         self._event_pool: list[Any] = []
+        self.nvml_interval_s = nvml_interval_s
+        self._nvml_module = nvml_module
+        self._sampler: Any = None
+        self.notes: list[str] = []
         self.dist = _TimedDist(self)
 
     # ----------------------------------------------------------------- lifecycle
@@ -304,6 +307,8 @@ class PhaseTracer:
             self._fh.write(encode_header(header))
             self._fh.flush()
         self._cuda = self._want_cuda()
+        if self.nvml_interval_s:
+            self._start_nvml(self.nvml_interval_s)
         if self._background:
             self._stop.clear()
             self._thread = threading.Thread(
@@ -320,6 +325,9 @@ class PhaseTracer:
             self._stop.set()
             self._thread.join()
             self._thread = None
+        if self._sampler is not None:
+            self._sampler.stop()
+            self._sampler = None
         if self._cuda_pending:
             self._cuda_resolve(force=True)
         self.flush()
@@ -470,6 +478,42 @@ class PhaseTracer:
         self._step = old.next_step
         for nid, (name, cat) in old.names.items():
             self._names[(name, cat)] = nid
+
+    def _start_nvml(self, interval_s: float) -> None:
+        from gpubalance.diagnose.nvml import (
+            Nvml,
+            NvmlSampler,
+            NvmlUnavailable,
+            nvml_file_name,
+            visible_nvml_indices,
+        )
+
+        try:
+            with Nvml.open(self._nvml_module) as nv:
+                devs = nv.devices()
+            index: int | None = None
+            if self._want_cuda():
+                import torch
+
+                uuid = str(getattr(torch.cuda.get_device_properties(None), "uuid", ""))
+                index = next((d.index for d in devs if d.uuid.endswith(uuid) and uuid), None)
+            if index is None:
+                vis = visible_nvml_indices(devs)
+                local = int(os.environ.get("LOCAL_RANK", str(max(self.rank, 0))))
+                index = vis[local] if local < len(vis) else None
+            self._sampler = NvmlSampler(
+                self.out_dir / nvml_file_name(self.rank),
+                interval_s=interval_s,
+                rank=self.rank,
+                indices=None if index is None else [index],
+                module=self._nvml_module,
+            ).start()
+        except NvmlUnavailable as exc:
+            import warnings
+
+            msg = f"NVML telemetry off: {exc}"
+            self.notes.append(msg)
+            warnings.warn(msg, RuntimeWarning, stacklevel=3)
 
     # CUDA events: begin/end push event pairs; resolution waits for query() to be True.
     def _want_cuda(self) -> bool:
