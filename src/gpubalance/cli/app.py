@@ -42,3 +42,5 @@ from gpubalance.cli import minilm_server as minilm_server_cmd  # noqa: E402
 app.command("minilm-server")(minilm_server_cmd.minilm_server)
 from gpubalance.cli import monitor as monitor_cmd  # noqa: E402
 app.command("monitor")(monitor_cmd.monitor)
+from gpubalance.cli import calibrate as calibrate_cmd  # noqa: E402
+app.command("calibrate")(calibrate_cmd.calibrate)
