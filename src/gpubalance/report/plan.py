@@ -291,11 +291,14 @@ def write_plan_html(result: PlanResult, path: str | Path) -> Path:
 
     if result.samples:
         fig, (ax1, ax2) = _two_axes()
+        shapes = {"recommended": result.recommendation, "runner-up": result.runner_up}
         for label, smp in result.samples.items():
+            cand = shapes.get(label)
+            name = label if cand is None else f"{label}: {cand.nodes} x {cand.shape.label}"
             for ax_, values in ((ax1, smp.ttft_s), (ax2, smp.e2e_s)):
                 v = np.sort(values)
                 if v.size:
-                    ax_.plot(v, np.arange(1, v.size + 1) / v.size, label=label)
+                    ax_.plot(v, np.arange(1, v.size + 1) / v.size, label=name)
         for ax_, name in ((ax1, "TTFT (s)"), (ax2, "end-to-end (s)")):
             ax_.set_xscale("log")
             ax_.set_xlabel(name)
