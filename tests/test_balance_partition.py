@@ -213,3 +213,50 @@ def test_import_compiles_nothing() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_swap_refine_hand_case_and_properties() -> None:
+    from gpubalance.balance.partition.refine import swap_refine
+
+    # {10, 1} = 11 vs {3, 2} = 5, gap 6: a swap must move 0 < a - b < 6 from rank 0;
+    # pairs (10,3)=7, (10,2)=8 overshoot, (1,3), (1,2) are negative -> nothing improves
+    costs = np.array([10.0, 1.0, 3.0, 2.0])
+    assert swap_refine(np.array([0, 0, 1, 1]), costs, 2).tolist() == [0, 0, 1, 1]
+    # {9, 8} = 17 and {2, 1} = 3: gap 14, target delta 7: 9<->2 (7) -> {2,8}=10 | {9,1}=10
+    costs = np.array([9.0, 8.0, 2.0, 1.0])
+    got = swap_refine(np.array([0, 0, 1, 1]), costs, 2)
+    assert np.bincount(got, weights=costs).tolist() == [10.0, 10.0]
+    rng = np.random.default_rng(4)
+    for _ in range(30):
+        c = rng.lognormal(0, 1.5, size=40)
+        start = np.arange(40) % 3
+        out = swap_refine(start, c, 3)
+        assert np.bincount(out, minlength=3).tolist() == np.bincount(start).tolist()
+        assert np.bincount(out, c).max() <= np.bincount(start, c).max() + 1e-12
+
+
+def test_equal_counts_refined_reaches_lower_bound_on_heavy_tail() -> None:
+    # one huge item: rounds alone leave its rank far above; refinement fixes it
+    c = np.concatenate([[500.0], np.random.default_rng(1).lognormal(0, 1, size=2000)])
+    for name in ("lpt", "kk"):
+        raw = get_partitioner(name, equal_counts=True, refine=False).partition(c, 16)
+        ref = get_partitioner(name, equal_counts=True).partition(c, 16)
+        # equal counts (125 or 126 of 2001): the rank with 500 holds >= 124 other items
+        lb = max(makespan_lower_bound(c, 16), 500.0 + float(np.sort(c)[:124].sum()))
+        assert ref.metrics().makespan_s <= raw.metrics().makespan_s
+        assert raw.metrics().makespan_s > lb * 1.01
+        assert ref.metrics().makespan_s <= lb * 1.001
+        assert ref.rank_counts().max() - ref.rank_counts().min() <= 1
+
+
+def test_backend_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpubalance.balance.partition.base import kernel_backend
+
+    assert kernel_backend("python") == "python"
+    assert kernel_backend("auto") == "numba"
+    monkeypatch.setenv("GPUBALANCE_NO_NUMBA", "1")
+    assert kernel_backend("auto") == "python"
+    costs = np.random.default_rng(2).lognormal(size=300)
+    fallback = get_partitioner("kk").partition(costs, 5).rank
+    monkeypatch.delenv("GPUBALANCE_NO_NUMBA")
+    assert np.array_equal(fallback, get_partitioner("kk").partition(costs, 5).rank)

@@ -103,13 +103,18 @@ class Partitioner(ABC):
         equal_counts: every rank gets the same number of items, within one
             (cardinality-constrained variant).
         backend: ``auto`` (numba if installed), ``numba`` or ``python`` (reference).
+        refine: with ``equal_counts``, improve the result by count-preserving pairwise
+            swaps (:func:`~gpubalance.balance.partition.refine.swap_refine`).
     """
 
     name = "base"
 
-    def __init__(self, *, equal_counts: bool = False, backend: Backend = "auto") -> None:
+    def __init__(
+        self, *, equal_counts: bool = False, backend: Backend = "auto", refine: bool = True
+    ) -> None:
         self.equal_counts = equal_counts
         self.backend = backend
+        self.refine = refine
 
     @abstractmethod
     def assign(self, costs_s: np.ndarray, k: int) -> np.ndarray:
@@ -119,6 +124,10 @@ class Partitioner(ABC):
         """Split items with costs ``costs_s`` (seconds) into ``k`` ranks."""
         costs = check_costs(costs_s, k)
         rank = self.assign(costs, int(k))
+        if self.equal_counts and self.refine:
+            from gpubalance.balance.partition.refine import swap_refine
+
+            rank = swap_refine(rank, costs, int(k))
         idx = np.arange(costs.shape[0], dtype=np.int64)
         return Partition(int(k), idx, rank, costs, self.name)
 

@@ -7,7 +7,8 @@ optimum than LPT on many items (Michiels et al. bound: 4/3 - 1/(3(k-1)) for k >=
 
 With ``equal_counts`` this is the balanced variant (BLDM): the sorted items start in
 tuples of ``k`` consecutive items, one per subset, so every rank gets the same number of
-items (within one). O(n log n + n k log k) worst case; merged tuples are few in practice.
+items (within one); pairwise swaps then refine the result (see :mod:`.refine`).
+O(n log n + n k log k) worst case; merged tuples are few in practice.
 """
 
 from __future__ import annotations

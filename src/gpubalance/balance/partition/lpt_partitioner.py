@@ -2,7 +2,8 @@
 
 Graham's bound: makespan <= (4/3 - 1/(3k)) x optimum. With ``equal_counts`` items are
 dealt in rounds of ``k`` (largest first, each rank one item per round, lightest rank
-first), so rank item counts differ by at most one. O(n log n) for the sort plus
+first), so rank item counts differ by at most one, then pairwise swaps refine the result (see
+:mod:`.refine`). O(n log n) for the sort plus
 O(n log k) (O(n) per round-robin of k with ``equal_counts``).
 """
 

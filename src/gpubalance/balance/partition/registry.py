@@ -17,7 +17,7 @@ PARTITIONERS.register(KarmarkarKarpPartitioner.name, KarmarkarKarpPartitioner)
 
 
 def get_partitioner(
-    name: str, *, equal_counts: bool = False, backend: Backend = "auto"
+    name: str, *, equal_counts: bool = False, backend: Backend = "auto", refine: bool = True
 ) -> Partitioner:
     """A new partitioner of policy ``name``; unknown names raise UserInputError."""
-    return PARTITIONERS.get(name)(equal_counts=equal_counts, backend=backend)
+    return PARTITIONERS.get(name)(equal_counts=equal_counts, backend=backend, refine=refine)
