@@ -209,3 +209,12 @@ def test_prefers_fleets_that_survive_a_node_failure() -> None:
     assert rec is not None and rec.failure is not None
     assert rec.failure.sla_holds_one_node_down_now
     assert rec.nodes is not None and rec.nodes >= 2
+
+
+def test_explanation_speaks_the_guides_terms() -> None:
+    plan = make_plan(StandIn(), settings())
+    text = "\n".join(plan.explanation)
+    for term in ("Memory:", "SLA (", "req/s per GPU", "Cost:", "Failure domain:", "Growth:"):
+        assert term in text
+    assert "20 to 45 req/s" in text  # 20 x 1.5**2
+    assert "removes 8% of capacity" in text  # 1 of 13 nodes

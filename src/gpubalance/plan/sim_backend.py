@@ -181,9 +181,12 @@ class SimBackend:
     def mean_tokens_per_request(self) -> float:
         return float(np.mean(self.requests.input_tokens + self.requests.output_tokens))
 
-    def _run(
+    def simulate_fleet(
         self, gpu: str, tp: int, replicas: int, rate_rps: float, sla: Sla | None, samples: int
     ) -> SimResult:
+        """Simulate ``replicas`` replicas of (``gpu``, ``tp``) at ``rate_rps``; with ``sla``
+        the run stops once more than 1 % (5 % for p95-only SLAs) of requests miss it;
+        ``samples`` queue-depth samples are taken."""
         early = None
         if sla is not None:
             # stop once more than 1% (5%) of requests missed the p99 (p95) bounds
@@ -205,10 +208,10 @@ class SimBackend:
     def evaluate(
         self, gpu: str, tp: int, replicas: int, rate_rps: float, sla: Sla | None
     ) -> LatencySummary:
-        return summarise(self._run(gpu, tp, replicas, rate_rps, sla, 0))
+        return summarise(self.simulate_fleet(gpu, tp, replicas, rate_rps, sla, 0))
 
     def samples(self, gpu: str, tp: int, replicas: int, rate_rps: float) -> LatencySamples:
-        res = self._run(gpu, tp, replicas, rate_rps, None, 200)
+        res = self.simulate_fleet(gpu, tp, replicas, rate_rps, None, 200)
         done = np.isfinite(res.e2e_s)
         return LatencySamples(
             ttft_s=res.ttft_s[done],
