@@ -25,7 +25,6 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -333,7 +332,7 @@ async def _lg_main(spec: dict[str, Any]) -> dict[str, Any]:
                 delay = t0 + i / rate - time.perf_counter()
                 if delay > 0:
                     await asyncio.sleep(delay)
-                dt, st, b = await one(body)
+                _dt, st, b = await one(body)
                 return wall0 + i / rate, st, b
 
             res = await asyncio.gather(*(timed(i) for i in range(n)))
@@ -369,7 +368,10 @@ def part_overhead(
     why_no_litellm = None
     if with_litellm:
         if not LITELLM.exists():
-            why_no_litellm = f"{LITELLM} not found (install: python -m venv /tmp/litellm-venv && /tmp/litellm-venv/bin/pip install 'litellm[proxy]')"
+            why_no_litellm = (
+                f"{LITELLM} not found (install: python -m venv /tmp/litellm-venv && "
+                "/tmp/litellm-venv/bin/pip install 'litellm[proxy]')"
+            )
         else:
             try:
                 targets["litellm"] = P.litellm(backend)[0]
@@ -704,7 +706,8 @@ def render(res: dict[str, Any]) -> None:
         s = res["rss"]
         con.print(
             f"RSS over {s['requests']:,} requests: {s['rss_start_bytes'] / 2**20:.1f} MiB -> "
-            f"{s['rss_end_bytes'] / 2**20:.1f} MiB ({s['growth'] * 100:+.1f}%), errors {s['errors']}"
+            f"{s['rss_end_bytes'] / 2**20:.1f} MiB ({s['growth'] * 100:+.1f}%), "
+            f"errors {s['errors']}"
         )
     if "kill" in res:
         k = res["kill"]
