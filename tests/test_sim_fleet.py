@@ -308,3 +308,23 @@ def test_fleet_equals_per_iteration_event_simulation(policy: str) -> None:
     assert res.total_preemptions > 0
     assert res.replica.tolist() == where.tolist()
     np.testing.assert_allclose(res.e2e_s, e2e, rtol=1e-9, atol=1e-9)
+
+
+def test_heterogeneous_replicas_weights_reach_the_router() -> None:
+    fast = ReplicaSpec(
+        LinearStepTime(base_s=0.5, per_prefill_token_s=0.05, per_decode_seq_s=0.25),
+        kv_capacity_tokens=10_000,
+        weight=2.0,
+        name="fast",
+        gpus=2,
+    )
+    reqs = [Request(str(k), 4.0 * k, 10, 2) for k in range(9)]  # each one runs alone
+    r = simulate(reqs, [fast, BIG], policy="weighted")
+    # smooth weighted round robin with weights 2:1 -> fast, slow, fast, repeated
+    assert r.replica.tolist() == [0, 1, 0] * 3
+    assert r.gpus == 3
+    # fast: prefill 0.5 + 10 * 0.05, one decode 0.5 + 0.25 -> 1.75; slow: 2 + 1.5 -> 3.5
+    assert r.e2e_s.tolist() == pytest.approx([1.75, 3.5, 1.75] * 3)
+    s = r.summary()
+    assert s["completed"] == 9 and s["gpus"] == 3
+    assert s["e2e_max_s"] == pytest.approx(float(np.nanmax(r.e2e_s)))

@@ -182,6 +182,9 @@ class SimResult:
     sample_s: np.ndarray  #: queue-depth sample times
     waiting: np.ndarray  #: (samples, replicas) requests queued (not admitted) at each sample
     running: np.ndarray  #: (samples, replicas) requests admitted and unfinished at each sample
+    #: (samples, replicas) KV blocks held / total, as of the replica's first iteration
+    #: boundary at or after the sample time (waiting and running are exact at that time)
+    kv_usage: np.ndarray
     stopped_early: bool
     stop_reason: str
     wall_s: float  #: wall-clock seconds the simulation took
@@ -250,6 +253,37 @@ class SimResult:
         if self.sla is None:
             return None
         return goodput(self.sla, self.ttft_s, self.e2e_s, self.tpot_s, self.span_s)
+
+    def summary(self) -> dict[str, float | int | bool | str]:
+        """Scalar figures for JSON output and tables (seconds, requests, tokens)."""
+        out: dict[str, float | int | bool | str] = {
+            "requests": self.n_requests,
+            "completed": self.completed,
+            "rejected": self.rejected,
+            "rejected_too_large": self.rejected_too_large,
+            "preemptions": self.total_preemptions,
+            "span_s": self.span_s,
+            "gpus": self.gpus,
+            "throughput_rps": self.throughput_rps,
+            "throughput_rps_per_gpu": self.throughput_rps_per_gpu,
+            "output_tokens_per_s": self.output_tokens_per_s,
+            "output_tokens_per_s_per_gpu": self.output_tokens_per_s_per_gpu,
+            "total_tokens_per_s": self.total_tokens_per_s,
+            "busy_fraction_mean": float(self.busy_fraction.mean()),
+            "busy_fraction_max": float(self.busy_fraction.max()),
+            "stopped_early": self.stopped_early,
+            "stop_reason": self.stop_reason,
+            "wall_s": self.wall_s,
+        }
+        for name in ("queue", "ttft", "tpot", "e2e"):
+            st: LatencyStats = getattr(self, name)
+            for key in ("mean_s", "p50_s", "p90_s", "p95_s", "p99_s", "max_s"):
+                out[f"{name}_{key}"] = getattr(st, key)
+        g = self.goodput
+        if g is not None:
+            out["goodput_fraction"] = g.fraction
+            out["goodput_rps"] = g.rate_rps
+        return out
 
     def meets(self, sla: SLA | None = None) -> bool:
         """Whether the ``sla.quantile`` percentile of each limited metric is within its limit,
@@ -418,6 +452,7 @@ def simulate(
     sample_t: list[float] = []
     sample_w: list[list[int]] = []
     sample_r: list[list[int]] = []
+    sample_kv: list[list[float]] = []
     t_end_arrivals = t_list[-1] if n else 0.0
     dt = sample_interval_s
     if dt is None and max_samples > 0 and n:
@@ -432,6 +467,7 @@ def simulate(
         w = [len(r.waiting) for r in reps]
         sample_w.append(w)
         sample_r.append([b.in_flight - k for b, k in zip(backends, w, strict=True)])
+        sample_kv.append([1.0 - r.free_blocks / r.total_blocks for r in reps])
         if dt is not None and t + dt <= t_end_arrivals:
             return [(t + dt, _SAMPLE, None)]
         return None
@@ -493,6 +529,7 @@ def simulate(
         sample_s=np.asarray(sample_t, dtype=np.float64),
         waiting=np.asarray(sample_w, dtype=np.int64).reshape(len(sample_t), len(reps)),
         running=np.asarray(sample_r, dtype=np.int64).reshape(len(sample_t), len(reps)),
+        kv_usage=np.asarray(sample_kv, dtype=np.float64).reshape(len(sample_t), len(reps)),
         stopped_early=stopped,
         stop_reason=loop.stop_reason,
         wall_s=time.perf_counter() - wall0,

@@ -293,10 +293,11 @@ class Replica:
         first: list[SeqState] = []
         finishers: list[SeqState] = []
         tokens = result.tokens if result is not None else None
-        i = 0
-        while i < len(running) and budget > 0:
-            s = running[i]
-            i += 1
+        # iterating while popping from the end is safe: only unvisited sequences (or the
+        # current one, after which we stop) are ever popped
+        for s in running:
+            if budget <= 0:
+                break
             c = s.computed
             p = s.prompt_tokens
             if c < p:
