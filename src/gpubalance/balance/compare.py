@@ -9,6 +9,7 @@ per-step max / mean rank cost). ``count`` is the baseline: torch's DistributedSa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,9 +139,16 @@ def _plan(
 
 
 def compare_policies(
-    costs_s: np.ndarray, tokens: np.ndarray, cfg: ComparisonConfig
+    costs_s: np.ndarray,
+    tokens: np.ndarray,
+    cfg: ComparisonConfig,
+    *,
+    on_done: Callable[[str], None] | None = None,
 ) -> list[PolicyResult]:
-    """Run every policy of ``cfg`` on items with costs ``costs_s`` (s) and lengths ``tokens``."""
+    """Run every policy of ``cfg`` on items with costs ``costs_s`` (s) and lengths ``tokens``.
+
+    ``on_done(policy)`` is called after each policy (e.g. to advance a progress bar).
+    """
     costs = np.asarray(costs_s, dtype=np.float64)
     constraint = cfg.constraint()
     if constraint is not None:
@@ -167,4 +175,6 @@ def compare_policies(
                 packing=packing,
             )
         )
+        if on_done is not None:
+            on_done(policy)
     return out

@@ -123,7 +123,11 @@ def partition(
             constraint.check_items_fit(costs, tokens, item_names=[r.id for r in reqs])
         except UserInputError as exc:
             raise UserInputError(exc.message, file=trace, field="batch-budget") from None
-    results = compare_policies(costs, tokens, cfg)
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True, disable=json_out) as progress:
+        task = progress.add_task("balancing", total=len(cfg.policies))
+        results = compare_policies(costs, tokens, cfg, on_done=lambda _p: progress.advance(task))
     if html is not None:
         partition_html(results, title=title, path=html)
     if json_out:
