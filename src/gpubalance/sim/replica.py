@@ -24,8 +24,14 @@ chunked_prefill=True, block_size_tokens=16)``
   ``until_s`` from the replica's own clock ``clock_s``, collapsing runs of identical
   decode-only iterations into one computation. Finished sequences are appended to
   ``done`` (the driver empties it). Same results as calling ``step()`` repeatedly.
+  ``quiet_until_s`` tells the driver until when nothing observable can change if no
+  request is added (inside such a collapsed run), so it may skip calling ``advance``.
+- ``fits(input_tokens, output_tokens)``: whether a request can ever complete here.
 - Observables: ``num_waiting``, ``num_running``, ``free_blocks``, ``kv_usage`` (0..1),
   ``busy_s`` (seconds spent in iterations), ``iterations``, ``preemptions``.
+
+Drive it with either ``step()`` (one iteration at a time, full detail) or ``advance()``
+(simulation), not both on the same replica.
 
 Scheduling policy (vLLM-v1-like), per iteration, with a token budget of
 ``max_batched_tokens``:
