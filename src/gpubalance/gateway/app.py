@@ -196,7 +196,18 @@ class GatewayApp:
                 )
                 return False
         old = self.runtime
-        rt = build_runtime(config, old)
+        try:
+            rt = build_runtime(config, old)
+            if config.tokenizer_path != self.config.tokenizer_path:
+                self.estimator = (
+                    TokenEstimator.from_file(config.tokenizer_path)
+                    if config.tokenizer_path
+                    else TokenEstimator()
+                )
+        except Exception as exc:  # e.g. a roofline name or tokenizer file that fails
+            self.metrics.error("reload")
+            print(f"gpubalance serve: reload failed, keeping old config: {exc}", file=sys.stderr)
+            return False
         kept = {id(b) for b in rt.backends()}
         for b in rt.backends():
             if b.session is None:
@@ -500,7 +511,9 @@ class GatewayApp:
                 return
             try:
                 if stream:
-                    res = await self.upstream.stream(pool, path, raw, cost_s, send, timeout_s)
+                    res = await self.upstream.stream(
+                        pool, path, raw, cost_s, send, timeout_s, receive
+                    )
                 elif (
                     endpoint == "embeddings"
                     and cfg.batching.enabled

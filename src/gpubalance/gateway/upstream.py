@@ -21,7 +21,7 @@ from gpubalance.gateway.config import GatewayConfig
 from gpubalance.gateway.metrics import GatewayMetrics
 from gpubalance.gateway.responses import error_body
 from gpubalance.gateway.runtime import Backend, Pool
-from gpubalance.gateway.types import Send
+from gpubalance.gateway.types import Receive, Send
 from gpubalance.route import NoBackendAvailable
 
 __all__ = ["CallResult", "Upstream", "open_session"]
@@ -59,6 +59,11 @@ def open_session(backend: Backend, config: GatewayConfig) -> aiohttp.ClientSessi
         auto_decompress=False,
         skip_auto_headers=("User-Agent",),
     )
+
+
+async def _wait_disconnect(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def _output_tokens(tail: bytes) -> int | None:
@@ -176,9 +181,11 @@ class Upstream:
         cost_s: float,
         send: Send,
         timeout_s: float | None = None,
+        receive: Receive | None = None,
     ) -> CallResult:
         """Streaming call: chunks go to ``send`` as they arrive. Returns the outcome; when
-        ``streamed`` is False nothing was sent and the caller sends ``body``."""
+        ``streamed`` is False nothing was sent and the caller sends ``body``. With
+        ``receive``, a client that disconnects mid-stream ends the upstream call at once."""
         timeout = self._timeout_for(timeout_s)
         exclude: set[int] | None = None
         last: CallResult | None = None
@@ -207,7 +214,7 @@ class Upstream:
                     return CallResult(resp.status, data, ctype, b.name)
                 else:
                     b.record_success()
-                    return await self._pipe(resp, b, send, t0)
+                    return await self._pipe(resp, b, send, t0, receive)
             except aiohttp.ConnectionTimeoutError:
                 self._fail(b, "connect")
                 last = CallResult(502, b"", backend=b.name, error="connect")
@@ -235,7 +242,9 @@ class Upstream:
             self.metrics.retries.labels(pool.name).inc()
         return self._exhausted(pool, last)
 
-    async def _pipe(self, resp: Any, b: Backend, send: Send, t0: float) -> CallResult:
+    async def _pipe(
+        self, resp: Any, b: Backend, send: Send, t0: float, receive: Receive | None
+    ) -> CallResult:
         ctype = resp.headers.get("content-type", "text/event-stream").encode()
         await send(
             {
@@ -251,17 +260,40 @@ class Upstream:
         ttft: float | None = None
         tail = b""
         error: str | None = None
+        state = {"finished": False}
+        me = asyncio.current_task()
+        watcher = None
+        if receive is not None and me is not None:
+            watcher = asyncio.ensure_future(_wait_disconnect(receive))
+
+            def _client_left(t: asyncio.Future[None]) -> None:
+                if not t.cancelled() and not state["finished"]:
+                    me.cancel()
+
+            watcher.add_done_callback(_client_left)
         try:
-            async for chunk in resp.content.iter_any():
-                if ttft is None:
-                    ttft = time.perf_counter() - t0
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                tail = (tail + chunk)[-512:]
-        except (aiohttp.ClientError, OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
-            error = "stream_broken"
-            self._fail(b, error)
-            msg = f"backend {b.name} broke the stream: {type(exc).__name__}"
-            event = b"data: " + error_body(msg, "stream_error", "stream_broken") + b"\n\n"
-            await send({"type": "http.response.body", "body": event, "more_body": True})
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
-        return CallResult(200, b"", ctype, b.name, ttft, error, _output_tokens(tail), True)
+            try:
+                async for chunk in resp.content.iter_any():
+                    if ttft is None:
+                        ttft = time.perf_counter() - t0
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    tail = (tail + chunk)[-512:]
+            except (aiohttp.ClientError, OSError, TimeoutError, asyncio.IncompleteReadError) as e:
+                error = "stream_broken"
+                self._fail(b, error)
+                msg = f"backend {b.name} broke the stream: {type(e).__name__}"
+                event = b"data: " + error_body(msg, "stream_error", "stream_broken") + b"\n\n"
+                await send({"type": "http.response.body", "body": event, "more_body": True})
+            except asyncio.CancelledError:
+                if watcher is None or not watcher.done() or watcher.cancelled() or me is None:
+                    raise
+                me.uncancel()  # the client went away: stop reading the backend, send nothing
+                self.metrics.error("client_disconnected")
+                return CallResult(499, b"", ctype, b.name, ttft, "client_disconnected", None, True)
+            state["finished"] = True
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return CallResult(200, b"", ctype, b.name, ttft, error, _output_tokens(tail), True)
+        finally:
+            state["finished"] = True
+            if watcher is not None:
+                watcher.cancel()
