@@ -328,3 +328,44 @@ def test_heterogeneous_replicas_weights_reach_the_router() -> None:
     s = r.summary()
     assert s["completed"] == 9 and s["gpus"] == 3
     assert s["e2e_max_s"] == pytest.approx(float(np.nanmax(r.e2e_s)))
+
+
+def test_md1_mean_wait_matches_pollaczek_khinchine() -> None:
+    """Deterministic 1 s service (one prefill iteration of 1000 tokens at 1 ms/token),
+    Poisson arrivals at rho 0.8: Wq = rho / (2 mu (1 - rho)) = 2.0 s."""
+    rng = np.random.default_rng(2)
+    n = 200_000
+    t = np.cumsum(rng.exponential(1.0 / 0.8, n))
+    spec = ReplicaSpec(
+        LinearStepTime(per_prefill_token_s=1e-3),
+        kv_capacity_tokens=10**6,
+        max_num_seqs=1,
+        max_batched_tokens=10**4,
+    )
+    arr = RequestArrays(t, np.full(n, 1000, dtype=np.int64), np.ones(n, dtype=np.int64))
+    res = simulate(arr, spec, max_samples=0)
+    assert float(res.queue_s.mean()) == pytest.approx(2.0, rel=0.03)
+
+
+def test_continuous_batching_waits_for_the_next_iteration_boundary() -> None:
+    """Constant iteration time d regardless of batch (per-token costs zero), no caps, and
+    arrivals dense enough that the replica never idles: a Poisson arrival waits a uniform
+    residual of the running iteration (mean d/2, by PASTA), then its prefill iteration emits
+    the first token and o - 1 decode iterations follow: TTFT = R + d, e2e = R + o d."""
+    d = 0.1
+    rng = np.random.default_rng(3)
+    n = 20_000
+    t = np.cumsum(rng.exponential(1.0 / 200.0, n))  # 20 arrivals per iteration
+    out = rng.integers(1, 20, n)
+    spec = ReplicaSpec(
+        LinearStepTime(base_s=d),
+        kv_capacity_tokens=10**9,
+        max_num_seqs=10**6,
+        max_batched_tokens=10**9,
+    )
+    res = simulate(RequestArrays(t, rng.integers(1, 500, n), out), spec, max_samples=0)
+    wait = res.queue_s
+    assert float(wait.min()) >= 0.0 and float(wait[1:].max()) < d
+    assert float(wait[1000:].mean()) == pytest.approx(d / 2, rel=0.02)
+    np.testing.assert_allclose(res.ttft_s, wait + d, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(res.e2e_s, wait + out * d, rtol=1e-9, atol=1e-6)
