@@ -47,8 +47,8 @@ def collectives(
         if doc is not None:
             _emit(doc, json_out)
         return
-    if nproc < 2:
-        raise UserInputError("collectives need at least 2 ranks", field="nproc")
+    if nproc < 1:
+        raise UserInputError("need at least 1 rank (2 or more to measure bandwidth)", field="nproc")
     from gpubalance.diagnose.launch import launch_local
 
     args = ["collectives", "--json", "--sizes", sizes, "--ops", ops, "--iters", str(iters),

@@ -15,10 +15,10 @@ __all__ = ["in_distributed_launch", "run_audit"]
 
 
 def in_distributed_launch() -> bool:
-    """True when torchrun-style variables describe a job of more than one rank."""
+    """True when torchrun-style variables (RANK, WORLD_SIZE, MASTER_ADDR/PORT) are set."""
     env = os.environ
     return (
-        int(env.get("WORLD_SIZE", "1")) > 1
+        "WORLD_SIZE" in env
         and "RANK" in env
         and "MASTER_ADDR" in env
         and "MASTER_PORT" in env
