@@ -128,6 +128,17 @@ def bench_steps(data: dict[str, tuple[np.ndarray, np.ndarray]]) -> list[dict[str
         ]
         lgs = _length_grouped_ranks(tokens, k, b, 0)
         plan = balanced_step_plan(costs, k, gb, policy="kk", seed=0)
+        con = BatchConstraint(max_cost_s=float(costs.max()) * 2)
+        bs = [list(CostBalancedBatchSampler(costs, con, num_replicas=k, rank=r)) for r in range(k)]
+        bs_ratio = float(
+            np.mean(
+                [
+                    max(con.batch_cost_s(costs[bs[r][s]]) for r in range(k))
+                    / np.mean([con.batch_cost_s(costs[bs[r][s]]) for r in range(k)])
+                    for s in range(len(bs[0]))
+                ]
+            )
+        )
         rows.append(
             {
                 "workload": name,
@@ -137,6 +148,7 @@ def bench_steps(data: dict[str, tuple[np.ndarray, np.ndarray]]) -> list[dict[str
                 else _step_ratio(lgs, costs, b),
                 "gpubalance sampler (snake)": _step_ratio(ours, costs, b),
                 "gpubalance plan (KK per step)": plan.mean_step_max_over_mean(),
+                "gpubalance batch sampler (padded, budget 2x largest)": bs_ratio,
             }
         )
     return rows

@@ -147,3 +147,14 @@ def test_steps_line_up_with_dataloader_batches() -> None:
         plan = s.plan()
         counts = [plan.per_rank_count(i) for i in range(plan.n_steps)]
         assert counts == [16] * 7 + [14]
+
+
+def test_batch_sampler_steps_are_balanced() -> None:
+    c = BatchConstraint(max_cost_s=float(COSTS.max()))
+    k = 4
+    outs = [list(CostBalancedBatchSampler(COSTS, c, num_replicas=k, rank=r)) for r in range(k)]
+    ratios = []
+    for s in range(len(outs[0])):
+        step = np.array([c.batch_cost_s(COSTS[outs[r][s]]) for r in range(k)])
+        ratios.append(step.max() / step.mean())
+    assert np.mean(ratios) < 1.05

@@ -3,8 +3,9 @@
 Items sorted by cost are packed into micro-batches under a :class:`BatchConstraint`
 (padding and the quadratic term counted); the count is raised to a multiple of the world
 size by splitting the largest batches (or, with fewer items than ranks need, by repeating
-batches), and ``k`` consecutive (so alike) micro-batches form one step: each rank runs one
-of them, so step costs are balanced and every rank yields the same number of batches.
+batches); ordered by batch cost, ``k`` consecutive (so alike) micro-batches form one
+step: each rank runs one of them, so step costs are balanced and every rank yields the
+same number of batches.
 Packing happens once; each epoch shuffles the step order and which rank takes which
 batch of a step (seeded, identical on every rank), so per-step work is O(1) and per-epoch
 work O(steps), independent of the number of ranks. Use it as a DataLoader
@@ -76,9 +77,13 @@ class CostBalancedBatchSampler:
         batches = pack_micro_batches(self.costs_s, self.constraint, tokens=self.tokens, items=perm)
         target = math.ceil(len(batches) / k) * k
         if target <= n:
-            return equalize_batch_count(batches, target, self.costs_s)
-        batches = equalize_batch_count(batches, n, self.costs_s)  # one item each
-        return [batches[j % n] for j in range(target)]
+            batches = equalize_batch_count(batches, target, self.costs_s)
+        else:
+            batches = equalize_batch_count(batches, n, self.costs_s)  # one item each
+            batches = [batches[j % n] for j in range(target)]
+        # steps take k consecutive batches: order by batch cost so each step holds alike ones
+        cost = np.array([self.constraint.batch_cost_s(self.costs_s[b]) for b in batches])
+        return [batches[j] for j in np.argsort(cost, kind="stable")]
 
     def __len__(self) -> int:
         return len(self.global_batches) // self.num_replicas
