@@ -152,3 +152,43 @@ def test_kineto_traces_from_torch_profiler(tmp_path):
     top = d.findings[0]
     assert top.rank == 1 and top.phase == "compute"
     assert next(f for f in d.findings if f.kind == "sync_wait").rank == 1
+
+
+DDP_WORKER = textwrap.dedent(
+    """
+    import json, sys, torch, torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from gpubalance.diagnose.tracer import PhaseTracer
+    out = sys.argv[1]
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    torch.manual_seed(0)
+    model = DDP(torch.nn.Linear(4, 1, bias=False))
+    tracer = PhaseTracer(out, run_id="ddp")
+    model.register_comm_hook(None, tracer.ddp_comm_hook)
+    with tracer:
+        for step in range(3):
+            with tracer.step():
+                model.zero_grad()
+                x = torch.full((1, 4), float(rank + 1))   # rank 0: ones, rank 1: twos
+                with tracer.phase("compute"):
+                    model(x).sum().backward()
+    print(json.dumps(model.module.weight.grad.tolist()))
+    dist.destroy_process_group()
+    """
+)
+
+
+def test_ddp_comm_hook_averages_and_is_timed(tmp_path):
+    script = tmp_path / "ddp.py"
+    script.write_text(DDP_WORKER)
+    out = tmp_path / "ddp"
+    res = launch_local(str(script), [str(out)], 2, timeout_s=180)
+    for r in res:
+        assert r.returncode == 0, r.stderr[-2000:]
+    # d(sum(w.x))/dw = x: ranks give 1s and 2s, the all-reduce average is 1.5 everywhere
+    grads = [json.loads(r.stdout.strip().splitlines()[-1]) for r in res]
+    assert grads == [[[1.5, 1.5, 1.5, 1.5]]] * 2
+    ts = load_traces(out)
+    assert ts.n_steps == 3
+    assert all(c.get("ddp_all_reduce", 0.0) > 0 for c in ts.collectives)

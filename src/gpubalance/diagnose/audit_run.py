@@ -17,12 +17,7 @@ __all__ = ["in_distributed_launch", "run_audit"]
 def in_distributed_launch() -> bool:
     """True when torchrun-style variables (RANK, WORLD_SIZE, MASTER_ADDR/PORT) are set."""
     env = os.environ
-    return (
-        "WORLD_SIZE" in env
-        and "RANK" in env
-        and "MASTER_ADDR" in env
-        and "MASTER_PORT" in env
-    )
+    return "WORLD_SIZE" in env and "RANK" in env and "MASTER_ADDR" in env and "MASTER_PORT" in env
 
 
 def run_audit(

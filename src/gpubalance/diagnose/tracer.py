@@ -381,13 +381,25 @@ class PhaseTracer:
                     return
             yield item
 
-    def ddp_comm_hook(self, state: Any, bucket: Any) -> Any:
+    @property
+    def ddp_comm_hook(self) -> Callable[[Any, Any], Any]:
         """A DDP communication hook: all-reduce (average) timed from launch to completion.
 
-        Register with ``ddp_model.register_comm_hook(process_group_or_None, tracer.ddp_comm_hook)``.
-        Recorded as collective ``ddp_all_reduce`` nested (depth 2) so it does not add to the
-        step's top-level phase sums (it overlaps backward compute).
+        Register with ``ddp_model.register_comm_hook(None, tracer.ddp_comm_hook)`` (or a
+        process group as the state). Recorded as collective ``ddp_all_reduce`` nested
+        (depth 2) so it does not add to the step's top-level phase sums (it overlaps
+        backward compute).
         """
+
+        def hook(state: Any, bucket: Any) -> Any:
+            return self._ddp_all_reduce(state, bucket)
+
+        # DDP checks the hook's annotations against dist.GradBucket / Future[Tensor];
+        # under postponed annotations they are strings, so present none
+        hook.__annotations__ = {}
+        return hook
+
+    def _ddp_all_reduce(self, state: Any, bucket: Any) -> Any:
         import torch.distributed as dist
 
         group = state if state is not None else dist.group.WORLD
