@@ -112,7 +112,7 @@ def bench_speed(n: int, repeat: int) -> list[dict[str, Any]]:
         max_diff = float(np.max(np.abs(check.e2e_s - e2e_base)))
         rows.append(
             {
-                "case": f"{n_rep} x H100 8B, {n_rep}x default rate",
+                "case": f"{n_rep} replica(s), {n_rep}x rate",
                 "requests": n,
                 "sim_req_per_wall_s": n / wall,
                 "sim_req_per_cpu_s": n / cpu,
@@ -176,7 +176,7 @@ def main() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    con = Console()
+    con = Console(width=160)
     t1 = Table(title="Simulated requests per second (target >= 100,000)")
     for col in (
         "case",
