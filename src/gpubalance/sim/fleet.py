@@ -182,8 +182,8 @@ class SimResult:
     sample_s: np.ndarray  #: queue-depth sample times
     waiting: np.ndarray  #: (samples, replicas) requests queued (not admitted) at each sample
     running: np.ndarray  #: (samples, replicas) requests admitted and unfinished at each sample
-    #: (samples, replicas) KV blocks held / total, as of the replica's first iteration
-    #: boundary at or after the sample time (waiting and running are exact at that time)
+    #: (samples, replicas) KV blocks held / total near the sample time: as of the latest
+    #: simulated iteration boundary (waiting and running are exact at the sample time)
     kv_usage: np.ndarray
     stopped_early: bool
     stop_reason: str
