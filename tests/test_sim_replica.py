@@ -228,3 +228,41 @@ def test_fast_path_equals_brute_force_stepping_and_caps_hold(seed: int) -> None:
     assert fast.iterations == slow.iterations
     assert fast.busy_s == pytest.approx(slow.busy_s, rel=1e-9)
     assert fast.free_blocks == fast.total_blocks
+
+
+class _CurvedStepTime:
+    """Iteration time NOT affine in decode context (exercises the per-iteration fallback of
+    collapsed decode runs)."""
+
+    def iteration_time_s(self, p: int, pairs: float, d: int, ctx: int) -> float:
+        return 0.002 + 2e-5 * p + 1e-4 * d + 1e-6 * ctx**1.5
+
+
+@pytest.mark.parametrize("horizon_step", [0.05, 0.7])
+def test_fast_path_with_non_affine_step_time_equals_stepping(horizon_step: float) -> None:
+    rng = random.Random(9)
+    kw = dict(kv_capacity_tokens=4096, max_num_seqs=8, max_batched_tokens=256)
+    slow = Replica(_CurvedStepTime(), **kw)  # type: ignore[arg-type]
+    fast = Replica(_CurvedStepTime(), **kw)  # type: ignore[arg-type]
+    reqs = [(k * horizon_step, rng.randint(1, 200), rng.randint(1, 80)) for k in range(40)]
+    slow_seqs: list[SeqState] = []
+    now = 0.0
+    k = 0
+    while k < len(reqs) or slow.has_work:
+        while k < len(reqs) and reqs[k][0] <= now:
+            slow_seqs.append(slow.add_tokens(k, reqs[k][1], reqs[k][2]))
+            k += 1
+        if not slow.has_work:
+            now = reqs[k][0]
+            continue
+        now += slow.step(now).duration_s
+    fast_seqs = []
+    for key, (ta, i, o) in enumerate(reqs):
+        fast.advance(ta)
+        fast.clock_s = max(fast.clock_s, ta)
+        fast_seqs.append(fast.add_tokens(key, i, o))
+    fast.advance(float("inf"))
+    for s1, s2 in zip(slow_seqs, fast_seqs, strict=True):
+        assert s2.first_token_s == pytest.approx(s1.first_token_s, rel=1e-9)
+        assert s2.finish_s == pytest.approx(s1.finish_s, rel=1e-9)
+    assert fast.iterations == slow.iterations
