@@ -15,7 +15,8 @@ OpenAI path follows (``/v1/chat/completions``, ``/v1/completions``, ``/v1/embedd
 - ``/disconnect/v1/...``: stream half the tokens, then close the connection.
 - ``/flaky/<k>/v1/...``: every ``k``-th request (server-wide count) gets HTTP 503.
 
-Prefixes combine left to right (``/sleep/50/gap/5/v1/chat/completions``).
+``/health`` (after any prefixes) answers 200. Prefixes combine left to right
+(``/sleep/50/gap/5/v1/chat/completions``).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def _parse_path(path: str) -> tuple[_Options, str] | None:
     opts = _Options()
     parts = [p for p in path.split("/") if p]
     i = 0
-    while i < len(parts) and parts[i] != "v1":
+    while i < len(parts) and parts[i] not in ("v1", "health"):
         word = parts[i]
         if word in ("sleep", "gap", "flaky") and i + 1 < len(parts):
             try:
@@ -121,6 +122,9 @@ class EchoApp:
             await _respond(send, 404, b'{"error":{"message":"not found"}}')
             return
         opts, route = parsed
+        if route == "/health":
+            await _respond(send, 200, b'{"status":"ok"}')
+            return
         if route == "/v1/models":
             await _respond(send, 200, b'{"object":"list","data":[{"id":"echo","object":"model"}]}')
             return
