@@ -175,3 +175,23 @@ def test_unknown_category_is_user_error(tmp_path):
     tr = PhaseTracer(tmp_path, rank=0, world_size=1, run_id="x")
     with pytest.raises(UserInputError, match="unknown phase category"):
         tr.phase("fwd", category="gpu-ish")
+
+
+def test_truncated_profiler_trace_is_named_and_skipped(tmp_path):
+    write_trace_file(tmp_path / "rank00000.gpbt", _header(0, world=2), _records(3))
+    bad = tmp_path / "trace_rank1.json"
+    bad.write_text('{"traceEvents": [{"name": "ProfilerStep#1", "ph": "X", "ts": 1, "dur"')
+    ts = load_traces(tmp_path)
+    assert ts.ranks.tolist() == [0]
+    assert any(str(bad) in p and "not valid JSON" in p for p in ts.problems)
+    assert any("missing rank(s) 1" in p for p in ts.problems)
+
+
+def test_kineto_without_steps_is_user_error(tmp_path):
+    from gpubalance.diagnose.kineto import read_kineto_rank
+
+    f = tmp_path / "rank3.json"
+    f.write_text('{"traceEvents": [{"name": "aten::mm", "ph": "X", "ts": 1, "dur": 2}]}')
+    with pytest.raises(UserInputError, match="ProfilerStep") as ei:
+        read_kineto_rank(f)
+    assert ei.value.file == str(f)
