@@ -24,8 +24,10 @@ def audit(
     ),
     out: Path | None = typer.Option(None, "--out", help="Also write the JSON report here."),
 ) -> None:
-    """Check one process per GPU, device order, env vars and versions identical across
-    ranks, CPU affinity and memory policy against each GPU's NUMA node, GPU path matrix.
+    """Audit the launch: one process per GPU, device order, env vars, versions, CPU/NUMA.
+
+    Checks env vars and versions identical across ranks, each rank's CPU affinity and
+    memory policy against its GPU's NUMA node, and the GPU path matrix.
 
     Inside torchrun every rank gathers its facts to rank 0, which prints the report.
     Exit code 1 when an error-level mismatch is found, 0 otherwise.

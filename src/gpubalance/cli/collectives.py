@@ -23,9 +23,11 @@ def collectives(
     delay_ms: float = typer.Option(0.0, help="Inject: how long (ms)."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
-    """Measure collectives with nccl-tests' algbw/busbw, per rank and per group
-    (world, intra-node, inter-node). Launches --nproc local ranks, or runs as a worker
-    when started by torchrun."""
+    """Benchmark all-reduce/all-gather/reduce-scatter/broadcast (nccl-tests algbw/busbw).
+
+    Per rank and per group (world, intra-node, inter-node). Launches --nproc local ranks,
+    or runs as a worker when started by torchrun.
+    """
     from gpubalance.diagnose.audit_run import in_distributed_launch
     from gpubalance.diagnose.bandwidth import parse_size
     from gpubalance.diagnose.collbench import BenchConfig
