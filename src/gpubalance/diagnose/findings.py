@@ -16,7 +16,9 @@ FIXES: dict[str, str] = {
     ),
     "count_partitioning": (
         "Count-based partitioning: batches equal in count are not equal in cost. Balance by "
-        "cost: use gpubalance's CostBalancedDistributedSampler (cost-balanced sampling) or "
+        "cost: use gpubalance's CostBalancedDistributedSampler (cost-balanced sampling: "
+        "`from gpubalance.balance import CostBalancedDistributedSampler`, "
+        "`CostBalancedDistributedSampler(dataset, costs_s=per_item_cost_s, seed=0)`) or "
         "token-budget batching."
     ),
     "slow_compute": (
