@@ -143,10 +143,14 @@ def test_open_loop_does_not_wait_for_slow_answers(echo_url: str) -> None:
     # server answers after 300 ms; 30 requests at 100 req/s must still go out every 10 ms
     recs, s = _run(f"{echo_url}/sleep/300/v1/chat/completions", stream=False, n=30, rate=100)
     assert s.n_ok == 30
+    # a closed loop would take 30 x 0.3 s = 9 s; open loop sends within 0.29 s. Bounds are
+    # loose because CI machines are shared (scheduler precision is a benchmark's job)
+    sched = sorted(r.scheduled_s for r in recs)
+    assert sched[-1] - sched[0] == pytest.approx(0.29)
+    assert s.send_lateness_s is not None and s.send_lateness_s.p50 < 0.005
     sent = sorted(r.sent_s for r in recs)
-    assert sent[-1] - sent[0] == pytest.approx(0.29, abs=0.01)
-    assert s.send_lateness_s is not None and s.send_lateness_s.p99 < 0.005
-    assert 0.300 <= s.latency_s["e2e"].p50 <= 0.320
+    assert sent[-1] - sent[0] < 0.35
+    assert 0.300 <= s.latency_s["e2e"].p50 <= 0.340
 
 
 def test_closed_loop_concurrency_span(echo_url: str) -> None:
@@ -216,3 +220,30 @@ def test_cli_reports_all_failed_and_bad_input(echo_url: str) -> None:
     assert res.returncode == 2 and "not an http(s) URL" in res.stderr
     res = _cli(echo_url, "--sla", "e2e:p95 < 1", "--quiet")
     assert res.returncode == 2 and "bad SLA" in res.stderr
+
+
+def test_cli_trace_replay_with_time_scale(echo_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    trace = tmp_path / "t.csv"
+    rows = [f"{100 + 0.5 * i:.1f},{40 + i},{3 + i % 4}" for i in range(8)]  # every 0.5 s
+    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n" + "\n".join(rows) + "\n")
+    out = tmp_path / "r.json"
+    res = _cli(f"{echo_url}/sleep/10", "--trace", str(trace), "--time-scale", "5", "--quiet",
+               "--json", "--out", str(out))  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    recs = json.loads(out.read_text())["runs"][0]["records"]
+    assert len(recs) == 8
+    # 0.5 s gaps replayed 5x faster: sent every 100 ms
+    sent = sorted(r["sent_s"] for r in recs)
+    assert sent[-1] - sent[0] == pytest.approx(0.7, abs=0.01)
+    # answers have the traced output length (max_tokens = GeneratedTokens)
+    assert sorted(r["output_tokens"] for r in recs) == sorted(3 + i % 4 for i in range(8))
+
+
+def test_cli_goodput_search_runs_trials(echo_url: str) -> None:
+    res = _cli(f"{echo_url}/sleep/5", "--goodput", "--sla", "e2e:p95<=1s", "--duration",
+               "0.5", "--goodput-start", "4", "--goodput-trials", "3", "--json", "--quiet",
+               "--no-stream")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    g = json.loads(res.stdout)["goodput"]
+    assert [t["rate_rps"] for t in g["trials"]] == [4.0, 8.0, 16.0]
+    assert g["best_rps"] == 16.0 and g["first_fail_rps"] is None
