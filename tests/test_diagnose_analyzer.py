@@ -142,3 +142,15 @@ def test_slow_link_rank_on_time_but_slow_collectives():
     link = next(f for f in d.findings if f.kind == "slow_link")
     assert link.rank == 0 and link.phase == "sync"
     assert link.evidence["mean_sync_excess_s"] == pytest.approx(0.010)
+
+
+def test_early_ranks_waiting_are_not_called_slow_links():
+    # two slow ranks of four: the two fast ones wait at the collective; that is not a link
+    R, S = 4, 100
+    data, compute = _balanced(R, S)
+    compute[2:] += 0.012
+    sync = np.full((R, S), 0.001)
+    sync[:2] += 0.012
+    d = analyze(_ts(data, compute, sync))
+    assert not [f for f in d.findings if f.kind == "slow_link"]
+    assert sorted(f.rank for f in d.findings if f.kind == "slow_compute") == [2, 3]

@@ -292,7 +292,10 @@ def analyze(
         for i in range(R):
             if i in straggler_rows:
                 continue
-            bad = sync_excess[i] > mask.threshold_s
+            # early arrivals wait longest at a collective: only a rank that arrives on
+            # time (busy time not below the median) and still spends longer there counts
+            on_time = mask.excess_s[i] >= -0.5 * mask.threshold_s
+            bad = (sync_excess[i] > mask.threshold_s) & on_time
             if bad.mean() >= opts.persistent_share:
                 rank = int(ts.ranks[i])
                 findings.append(

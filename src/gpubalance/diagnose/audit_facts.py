@@ -104,7 +104,14 @@ def _torch_versions() -> tuple[dict[str, str], dict[str, Any] | None]:
             out["nccl"] = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
         except Exception:  # NCCL not built in
             out["nccl"] = "none"
-        idx = torch.cuda.current_device()
+        # inside the user's process (CUDA already initialised) the current device is the
+        # rank's device; a standalone audit rank picks it as training scripts do:
+        # LOCAL_RANK modulo the visible device count
+        if torch.cuda.is_initialized():
+            idx = torch.cuda.current_device()
+        else:
+            local = int(os.environ.get("LOCAL_RANK", "0"))
+            idx = local % max(torch.cuda.device_count(), 1)
         p = torch.cuda.get_device_properties(idx)
         bdf = None
         bus = getattr(p, "pci_bus_id", None)
