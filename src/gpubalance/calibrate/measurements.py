@@ -10,9 +10,11 @@ Accepted files (the kind is detected from the content):
   ``duration_s``; required), ``ttft_s`` (optional), ``ts`` (unix seconds when the line was
   written, i.e. at completion; optional, gives send time = ts - latency), ``status``
   (optional; lines with a status outside 200-299 are skipped), ``error`` (optional; lines
-  with a non-empty error are skipped), ``cache`` (optional; ``"hit"`` lines are skipped:
-  they never reached a model), ``backend`` (optional; becomes the run label so requests of
-  different servers are not mixed up when overlaps are computed).
+  with a non-empty error are skipped), ``cache`` (optional; lines with a non-empty value
+  are cache hits that never reached a model and are skipped), ``backend`` (optional;
+  becomes the run label so requests of different servers are not mixed up when overlaps
+  are computed). A token count present as ``null`` (the server did not report it) skips
+  the line; a missing one is an error.
 
 Bad files raise :class:`~gpubalance.errors.UserInputError` naming file, line and field.
 """
@@ -166,8 +168,10 @@ def _from_jsonl(text: bytes, p: Path, rows: _Rows) -> None:
         status = rec.get("status")
         if isinstance(status, int) and not 200 <= status < 300:
             continue
-        if rec.get("error") or rec.get("cache") == "hit":
+        if rec.get("error") or rec.get("cache"):
             continue
+        if any(f in rec and rec[f] is None for f in ("input_tokens", "output_tokens")):
+            continue  # a count the server did not report (e.g. a stream without usage)
         key = next((k for k in _LATENCY_KEYS if k in rec), None)
         if key is None:
             raise UserInputError(
