@@ -24,6 +24,7 @@ import socket
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
@@ -255,7 +256,9 @@ class PhaseTracer:
         self.run_id = ""
         self.host = ""
         self.path: Path | None = None
-        self._buf: list[tuple[Any, ...]] = []
+        # appended by the hot path (and DDP hook callbacks), drained by flush(): a deque, so
+        # that append and popleft are atomic and no record is lost to a swap race
+        self._buf: deque[tuple[Any, ...]] = deque()
         self._names: dict[tuple[str, int], int] = {}
         self._step = 0
         self._depth = 0
@@ -446,7 +449,8 @@ class PhaseTracer:
         with self._lock:
             if self._fh is None:
                 return
-            buf, self._buf = self._buf, []
+            n = len(self._buf)
+            buf = [self._buf.popleft() for _ in range(n)]
             if buf:
                 arr = np.array(buf, dtype=RECORD_DTYPE)
                 self._fh.write(arr.tobytes())
