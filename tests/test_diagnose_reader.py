@@ -195,3 +195,14 @@ def test_kineto_without_steps_is_user_error(tmp_path):
     with pytest.raises(UserInputError, match="ProfilerStep") as ei:
         read_kineto_rank(f)
     assert ei.value.file == str(f)
+
+
+def test_no_record_lost_under_constant_background_flushing(tmp_path):
+    n = 20000
+    with PhaseTracer(tmp_path, rank=0, world_size=1, run_id="race", flush_interval_s=1e-4) as tr:
+        for i in range(n):
+            with tr.step(work=i), tr.phase("compute"):
+                pass
+    rt = read_tracer_rank(tmp_path / "rank00000.gpbt")
+    assert rt.steps.size == n
+    assert float(np.sum(rt.work)) == n * (n - 1) / 2
