@@ -97,13 +97,14 @@ def write_diagnosis_html(diag: Diagnosis, path: str | Path) -> Path:
     height = min(2.0 + 0.18 * diag.n_ranks, 14.0)
     fig, ax = new_figure(9.0, height)
     data = diag.heatmap
-    vmax = max(2.0, float(np.nanpercentile(data, 99)) if data.size else 2.0)
+    # diverging around 1 (the median rank): blue = faster, red = slower
+    vmax = max(1.5, float(np.nanpercentile(data, 99.5)) if data.size else 1.5)
     im = ax.imshow(
         data,
         aspect="auto",
         interpolation="nearest",
-        cmap="magma_r",
-        vmin=0.0,
+        cmap="RdBu_r",
+        vmin=max(0.0, 2.0 - vmax),
         vmax=vmax,
         extent=(
             float(diag.heatmap_steps[0]) if data.size else 0.0,
