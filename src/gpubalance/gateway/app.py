@@ -37,7 +37,7 @@ from gpubalance.gateway.runtime import Backend, Runtime, build_runtime
 from gpubalance.gateway.scrape import parse_vllm_metrics
 from gpubalance.gateway.tokens import TokenEstimator
 from gpubalance.gateway.types import Receive, Scope, Send
-from gpubalance.gateway.upstream import CallResult, Upstream, open_session
+from gpubalance.gateway.upstream import CallResult, Upstream, open_fast_pool, open_session
 
 __all__ = ["GatewayApp"]
 
@@ -122,6 +122,7 @@ class GatewayApp:
         rt = build_runtime(cfg)
         for b in rt.backends():
             b.session = open_session(b, cfg)
+            b.fast = open_fast_pool(b, cfg)
         self.runtime = rt
         await self._open_cache(cfg)
         self.batcher = EmbeddingBatcher(
@@ -173,6 +174,8 @@ class GatewayApp:
             await self.batcher.close()
         if self.runtime is not None:
             for b in self.runtime.backends():
+                if b.fast is not None:
+                    b.fast.close()
                 if b.session is not None:
                     await b.session.close()
                     b.session = None
@@ -212,6 +215,7 @@ class GatewayApp:
         for b in rt.backends():
             if b.session is None:
                 b.session = open_session(b, config)
+                b.fast = open_fast_pool(b, config)
         self.config = config
         self.upstream.set_config(config)
         if self.batcher is not None:
@@ -230,6 +234,8 @@ class GatewayApp:
         while any(b.state.in_flight for b in gone):
             await asyncio.sleep(0.5)
         for b in gone:
+            if b.fast is not None:
+                b.fast.close()
             if b.session is not None:
                 await b.session.close()
 

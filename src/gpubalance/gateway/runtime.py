@@ -54,6 +54,7 @@ class Backend:
     config: BackendConfig
     state: BackendState
     session: Any = None  # aiohttp.ClientSession, created by the app on start
+    fast: Any = None  # http1.Http1Pool for plain-http backends, created by the app on start
     consecutive_failures: int = 0
     ejected_until: float = 0.0
     active_ok: bool = True

@@ -18,13 +18,14 @@ from typing import Any
 import aiohttp
 
 from gpubalance.gateway.config import GatewayConfig
+from gpubalance.gateway.http1 import Http1Pool, UpstreamConnectError
 from gpubalance.gateway.metrics import GatewayMetrics
 from gpubalance.gateway.responses import error_body
 from gpubalance.gateway.runtime import Backend, Pool
 from gpubalance.gateway.types import Receive, Send
 from gpubalance.route import NoBackendAvailable
 
-__all__ = ["CallResult", "Upstream", "open_session"]
+__all__ = ["CallResult", "Upstream", "open_fast_pool", "open_session"]
 
 _USAGE_OUT = re.compile(rb'"completion_tokens"\s*:\s*(\d+)')
 
@@ -66,6 +67,21 @@ async def _wait_disconnect(receive: Receive) -> None:
         pass
 
 
+def open_fast_pool(backend: Backend, config: GatewayConfig) -> Http1Pool | None:
+    """The raw HTTP/1.1 pool for plain-http backends (None for https: aiohttp serves it)."""
+    if not backend.url.startswith("http://"):
+        return None
+    headers = {}
+    if backend.config.api_key:
+        headers["Authorization"] = f"Bearer {backend.config.api_key}"
+    return Http1Pool(
+        backend.url,
+        headers=headers,
+        max_idle=config.limits.max_connections_per_backend,
+        connect_timeout_s=config.limits.connect_timeout_s,
+    )
+
+
 def _output_tokens(tail: bytes) -> int | None:
     found = _USAGE_OUT.findall(tail)
     return int(found[-1]) if found else None
@@ -100,11 +116,31 @@ class Upstream:
         self.metrics.error(kind)
         b.record_failure(self.threshold, self.eject_s)
 
+    async def _send_once(
+        self, b: Backend, path: str, body: bytes, timeout_s: float | None
+    ) -> tuple[int, bytes, bytes]:
+        """One POST to one backend: (status, content-type, body). Raises
+        UpstreamConnectError (retry elsewhere) or TimeoutError (answer 504)."""
+        if b.fast is not None:
+            return await b.fast.post(path, body, self.timeout_s if timeout_s is None else timeout_s)
+        try:
+            async with b.session.post(
+                b.url + path, data=body, timeout=self._timeout_for(timeout_s)
+            ) as resp:
+                data = await resp.read()
+                ctype = resp.headers.get("content-type", "application/json").encode()
+                return resp.status, ctype, data
+        except aiohttp.ConnectionTimeoutError as exc:
+            raise UpstreamConnectError(str(exc)) from None
+        except TimeoutError:
+            raise
+        except (aiohttp.ClientError, OSError) as exc:
+            raise UpstreamConnectError(str(exc)) from None
+
     async def call(
         self, pool: Pool, path: str, body: bytes, cost_s: float, timeout_s: float | None = None
     ) -> CallResult:
         """Non-streaming call; the whole response is read before it is returned."""
-        timeout = self._timeout_for(timeout_s)
         exclude: set[int] | None = None
         last: CallResult | None = None
         t0 = time.perf_counter()
@@ -120,11 +156,8 @@ class Upstream:
             st.start(cost_s)
             b.sent_total += 1
             try:
-                async with b.session.post(b.url + path, data=body, timeout=timeout) as resp:
-                    data = await resp.read()
-                    status = resp.status
-                    ctype = resp.headers.get("content-type", "application/json").encode()
-            except aiohttp.ConnectionTimeoutError:
+                status, ctype, data = await self._send_once(b, path, body, timeout_s)
+            except UpstreamConnectError:
                 self._fail(b, "connect")
                 last = CallResult(502, b"", backend=b.name, error="connect")
             except TimeoutError:
@@ -136,9 +169,6 @@ class Upstream:
                     backend=b.name,
                     error="timeout",
                 )
-            except (aiohttp.ClientError, OSError):
-                self._fail(b, "connect")
-                last = CallResult(502, b"", backend=b.name, error="connect")
             else:
                 if status < 500:
                     b.record_success()
