@@ -67,12 +67,12 @@ def test_chunked_prefill_and_attention_pairs_by_hand() -> None:
     )
     rep = Replica(m, kv_capacity_tokens=1000, max_num_seqs=4, max_batched_tokens=8)
     s = rep.add_tokens("a", 10, 2)
-    d1 = rep.step(0.0).duration_s  # chunk 8: 1 + 0.8 + 0.001 * 8*8
-    d2 = rep.step(d1).duration_s  # chunk 2 (context 10): 1 + 0.2 + 0.001 * 2*10
+    d1 = rep.step(0.0).duration_s  # chunk 8: 1 + 0.8 + 0.001 * (8*9/2 causal pairs)
+    d2 = rep.step(d1).duration_s  # chunk 2 after 8: 1 + 0.2 + 0.001 * (2*8 + 2*3/2)
     d3 = rep.step(d1 + d2).duration_s  # decode: 1.5
-    assert (d1, d2, d3) == pytest.approx((1.864, 1.22, 1.5))
-    assert s.first_token_s == pytest.approx(1.864 + 1.22)
-    assert s.finish_s == pytest.approx(1.864 + 1.22 + 1.5)
+    assert (d1, d2, d3) == pytest.approx((1.836, 1.219, 1.5))
+    assert s.first_token_s == pytest.approx(1.836 + 1.219)
+    assert s.finish_s == pytest.approx(1.836 + 1.219 + 1.5)
 
 
 def test_without_chunked_prefill_prompt_over_budget_is_rejected() -> None:

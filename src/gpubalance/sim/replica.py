@@ -312,8 +312,8 @@ class Replica:
                     chunk = budget
                 budget -= chunk
                 prefill_tokens += chunk
+                pairs += chunk * c + ((chunk * (chunk + 1)) >> 1)  # causal: prior + triangle
                 c += chunk
-                pairs += chunk * c
                 s.computed = c
                 if c == p:  # prompt complete: emits a token (none if output_tokens == 0)
                     self._n_prefilling -= 1
@@ -378,7 +378,7 @@ class Replica:
                 chunk = p if p <= budget else budget
                 budget -= chunk
                 prefill_tokens += chunk
-                pairs += chunk * chunk
+                pairs += (chunk * (chunk + 1)) >> 1  # causal attention: a triangle of pairs
                 s.computed = chunk
                 if chunk < p:
                     self._n_prefilling += 1

@@ -10,9 +10,9 @@ iteration (or request) times.
 Shape of an iteration (all counts are integers except the attention sum):
 
 - ``prefill_tokens``: prompt tokens computed in this iteration, over all sequences.
-- ``prefill_attention_pairs``: sum over prefilling sequences of
-  ``chunk_len * context_len_after_chunk`` (query x key pairs of attention; a whole prompt of
-  P tokens in one chunk contributes P*P).
+- ``prefill_attention_pairs``: sum over prefilling sequences of the query x key pairs a
+  causal attention kernel computes, ``chunk_len * prior_context + chunk_len*(chunk_len+1)/2``
+  (a whole prompt of P tokens in one chunk contributes P*(P+1)/2).
 - ``decode_seqs``: sequences producing one more token in this iteration.
 - ``decode_context_tokens``: sum over those sequences of the KV-cache tokens the iteration
   reads, i.e. each sequence's context length including the token being processed.
