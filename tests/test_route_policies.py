@@ -88,3 +88,12 @@ def test_finish_restores_zero() -> None:
     for c in (0.1, 0.2, 0.3):
         b.finish(c)
     assert (b.in_flight, b.in_flight_cost_s) == (0, 0.0)
+
+
+def test_scraped_queue_is_not_counted_twice() -> None:
+    # b0: 4 of our requests, which the backend reports as 1 running + 3 waiting (same ones);
+    # b1: 2 of ours, but the backend reports 6 (another gateway shares it).
+    bs = backends(2)
+    bs[0].in_flight, bs[0].running, bs[0].waiting = 4, 1, 3
+    bs[1].in_flight, bs[1].running, bs[1].waiting = 2, 2, 4
+    assert make_policy("least_requests").choose(bs) == 0  # 4 < 6; summing would say 8 > 6

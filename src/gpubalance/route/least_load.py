@@ -2,6 +2,8 @@
 
 Both divide load by the backend's weight (its relative speed) and break ties by rotating
 the starting point, so equal backends share traffic instead of the first one taking all.
+These run once per request on the gateway's hot path and once per simulated arrival, so
+the loops are written out flat (no per-backend method calls).
 """
 
 from __future__ import annotations
@@ -11,52 +13,75 @@ from collections.abc import Sequence
 from gpubalance.route.base import POLICIES, RoutingPolicy
 from gpubalance.route.state import BackendState, NoBackendAvailable
 
-__all__ = ["LeastCost", "LeastRequests"]
+__all__ = ["LeastCost", "LeastRequests", "request_load"]
 
 
-class _LeastLoad(RoutingPolicy):
+def request_load(b: BackendState) -> float:
+    """Outstanding requests on ``b``: our own in-flight count, or what the backend reports
+    (running + waiting, scraped) when that is larger because other clients share it.
+    Taking the max, not the sum, avoids counting our own queued requests twice."""
+    reported = b.running + b.waiting
+    return float(reported if reported > b.in_flight else b.in_flight)
+
+
+class LeastRequests(RoutingPolicy):
+    """Fewest outstanding requests (see :func:`request_load`) per unit weight."""
+
+    name = "least_requests"
+
     def __init__(self, *, seed: int = 0) -> None:
         self._rotate = 0
-
-    def _load(self, b: BackendState, cost_s: float) -> float:  # pragma: no cover - abstract
-        raise NotImplementedError
 
     def choose(self, backends: Sequence[BackendState], cost_s: float = 0.0) -> int:
         n = len(backends)
         best = -1
         best_load = float("inf")
         start = self._rotate % n if n else 0
+        self._rotate = start + 1
         for step in range(n):
-            i = (start + step) % n
+            i = start + step
+            if i >= n:
+                i -= n
             b = backends[i]
-            if not b.eligible:
+            if not b.healthy or b.draining or b.weight <= 0:
                 continue
-            load = self._load(b, cost_s)
+            reported = b.running + b.waiting
+            load = (reported if reported > b.in_flight else b.in_flight) / b.weight
             if load < best_load:
                 best, best_load = i, load
         if best < 0:
             raise NoBackendAvailable("no eligible backend (all unhealthy, draining or weight 0)")
-        self._rotate = start + 1
         return best
 
 
-class LeastRequests(_LeastLoad):
-    """Fewest (in-flight + backend-reported waiting) requests per unit weight."""
-
-    name = "least_requests"
-
-    def _load(self, b: BackendState, cost_s: float) -> float:
-        return (b.in_flight + b.waiting) / b.weight
-
-
-class LeastCost(_LeastLoad):
+class LeastCost(RoutingPolicy):
     """Least outstanding predicted cost (seconds of work) per unit weight, counting the new
     request: the backend that would finish this request's share of work soonest."""
 
     name = "least_cost"
 
-    def _load(self, b: BackendState, cost_s: float) -> float:
-        return (b.in_flight_cost_s + cost_s) / b.weight
+    def __init__(self, *, seed: int = 0) -> None:
+        self._rotate = 0
+
+    def choose(self, backends: Sequence[BackendState], cost_s: float = 0.0) -> int:
+        n = len(backends)
+        best = -1
+        best_load = float("inf")
+        start = self._rotate % n if n else 0
+        self._rotate = start + 1
+        for step in range(n):
+            i = start + step
+            if i >= n:
+                i -= n
+            b = backends[i]
+            if not b.healthy or b.draining or b.weight <= 0:
+                continue
+            load = (b.in_flight_cost_s + cost_s) / b.weight
+            if load < best_load:
+                best, best_load = i, load
+        if best < 0:
+            raise NoBackendAvailable("no eligible backend (all unhealthy, draining or weight 0)")
+        return best
 
 
 POLICIES.register(LeastRequests.name, LeastRequests)

@@ -6,14 +6,16 @@ import random
 from collections.abc import Sequence
 
 from gpubalance.route.base import POLICIES, RoutingPolicy
+from gpubalance.route.least_load import request_load
 from gpubalance.route.state import BackendState
 
 __all__ = ["PowerOfTwo"]
 
 
 class PowerOfTwo(RoutingPolicy):
-    """Two random eligible backends (seeded); the one with fewer in-flight requests per unit
-    weight wins (ties: outstanding cost, then the first drawn)."""
+    """Two random eligible backends (seeded); the one with fewer outstanding requests per
+    unit weight (:func:`~gpubalance.route.least_load.request_load`) wins (ties: outstanding
+    cost, then the first drawn)."""
 
     name = "power_of_two"
 
@@ -26,8 +28,8 @@ class PowerOfTwo(RoutingPolicy):
             return idx[0]
         a, b = self._rng.sample(idx, 2)
         ba, bb = backends[a], backends[b]
-        ka = ((ba.in_flight + ba.waiting) / ba.weight, ba.in_flight_cost_s / ba.weight)
-        kb = ((bb.in_flight + bb.waiting) / bb.weight, bb.in_flight_cost_s / bb.weight)
+        ka = (request_load(ba) / ba.weight, ba.in_flight_cost_s / ba.weight)
+        kb = (request_load(bb) / bb.weight, bb.in_flight_cost_s / bb.weight)
         return b if kb < ka else a
 
 

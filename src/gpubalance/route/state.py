@@ -31,6 +31,7 @@ class BackendState:
         draining: True when an operator drains it: no new requests, in-flight ones finish.
         in_flight: requests sent and not yet finished.
         in_flight_cost_s: sum of the predicted cost (seconds) of those requests.
+        running: requests the backend itself reports as running (scraped; 0 if unknown).
         waiting: requests the backend itself reports as queued (scraped; 0 if unknown).
         kv_usage: KV-cache usage fraction 0..1 the backend reports (scraped; 0 if unknown).
     """
@@ -42,6 +43,7 @@ class BackendState:
     draining: bool = False
     in_flight: int = 0
     in_flight_cost_s: float = 0.0
+    running: int = 0
     waiting: int = 0
     kv_usage: float = 0.0
 
