@@ -58,6 +58,30 @@ def launch_local(
     """
     if nproc < 1:
         raise UserInputError("nproc must be at least 1", field="nproc")
+    for attempt in range(3):
+        results = _launch_once(
+            module, args, nproc, env_per_rank, affinity_per_rank, timeout_s, nnodes_hosts
+        )
+        # the rendezvous port was free when picked but taken before rank 0 bound it: retry
+        if attempt < 2 and any(
+            r.returncode != 0
+            and ("EADDRINUSE" in r.stderr or "address already in use" in r.stderr.lower())
+            for r in results
+        ):
+            continue
+        break
+    return results
+
+
+def _launch_once(
+    module: str,
+    args: Sequence[str],
+    nproc: int,
+    env_per_rank: Sequence[dict[str, str | None]] | None,
+    affinity_per_rank: Sequence[set[int] | None] | None,
+    timeout_s: float,
+    nnodes_hosts: Sequence[str] | None,
+) -> list[WorkerResult]:
     port = free_port()
     procs: list[subprocess.Popen[str]] = []
     for rank in range(nproc):
