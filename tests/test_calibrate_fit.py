@@ -233,3 +233,29 @@ def test_cli_writes_loadable_profiles(tmp_path: Path) -> None:
     assert run.returncode == 2 and "--gpu" in run.stderr
     run = _cli(str(res), "--model", "magic")
     assert run.returncode == 2 and "unknown model" in run.stderr
+
+
+def test_step_fit_learns_service_time_variability() -> None:
+    # a server whose batches take 1x (75%) or 2.5x (25%) the base time, e.g. a shared CPU
+    true = LinearStepTime(base_s=0.005, per_prefill_token_s=2e-4)
+    factors = np.array([1.0, 1.0, 1.0, 2.5])
+    limits = BatchLimits(max_num_seqs=16)
+    rng = np.random.default_rng(3)
+    parts = []
+    for k, rate in enumerate((4.0, 12.0, 20.0)):
+        n = 300
+        t = generate_arrivals(n, rate, seed=10 + k)
+        inp = rng.integers(30, 60, n)
+        zeros = np.zeros(n, dtype=np.int64)
+        e2e = predict_e2e_s(true, 0.001, t, inp, zeros, limits, slowdowns=factors, seed=99 + k)
+        parts.append((inp, zeros, e2e, t, np.array([f"r{rate}"] * n, dtype=object)))
+    m = _meas(*(np.concatenate([p[i] for p in parts]) for i in range(4)),
+              run=np.concatenate([p[4] for p in parts]))  # fmt: skip
+    cal = fit_step(m, limits)
+    assert cal.slowdowns is not None
+    # 25% of lone requests were 2.5x slower than the median one
+    assert np.percentile(cal.slowdowns, 90) == pytest.approx(2.5, rel=0.15)
+    assert np.percentile(cal.slowdowns, 50) == pytest.approx(1.0)
+    for row in cal.checks:
+        assert row["predicted_p50_s"] == pytest.approx(row["measured_p50_s"], rel=0.1)
+        assert row["predicted_p95_s"] == pytest.approx(row["measured_p95_s"], rel=0.15)

@@ -35,7 +35,9 @@ class Calibration:
     ``used``/``total``: requests used of those read; ``target``: what was fitted
     (``e2e_s`` or ``ttft_s``); ``extra``: fitted values that are not part of the profile
     (e.g. the per-request network overhead of a step fit), with units in their names;
-    ``checks``: per-run predicted vs measured percentiles (step fits).
+    ``checks``: per-run predicted vs measured percentiles (step fits); ``slowdowns``:
+    measured service-time factors of requests that ran alone, median 1 (step fits with
+    jitter; see :class:`~gpubalance.calibrate.step_fit.JitteredStepTime`).
     """
 
     kind: str
@@ -47,6 +49,7 @@ class Calibration:
     notes: list[str] = field(default_factory=list)
     extra: dict[str, float] = field(default_factory=dict)
     checks: list[dict[str, Any]] = field(default_factory=list)
+    slowdowns: np.ndarray | None = None
 
     def save_profile(self, path: str | Path) -> Path:
         """Write the profile as YAML (or JSON for other suffixes), temp file + rename.
@@ -79,4 +82,5 @@ class Calibration:
             "notes": list(self.notes),
             "extra": dict(self.extra),
             "checks": list(self.checks),
+            "slowdowns": None if self.slowdowns is None else self.slowdowns.tolist(),
         }

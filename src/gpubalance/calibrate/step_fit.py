@@ -13,7 +13,8 @@ iteration, ``per_decode_seq_s`` and ``per_context_token_s`` when requests have o
 tokens, and ``overhead_s``.
 
 Objective: squared log-ratios of predicted to measured e2e percentiles (p10, p25, p50,
-p75, p90, p95) per run, plus a small weight on per-request squared log-ratios; minimised by
+p75, p90, p95) per run, plus a small weight on per-request squared log-ratios, each run's
+loss passed through a soft-L1 function (runs disturbed from outside weigh less); minimised by
 Nelder-Mead in log-parameter space from a start given by a linear fit of the requests
 that ran alone (their latency is overhead + one batch of their own tokens). Runs must
 carry send times (load-test results do; access logs do when they have ``ts``).
@@ -34,7 +35,7 @@ from gpubalance.errors import UserInputError
 from gpubalance.sim import LinearStepTime, ReplicaSpec, simulate
 from gpubalance.workload import RequestArrays
 
-__all__ = ["BatchLimits", "fit_step", "predict_e2e_s"]
+__all__ = ["BatchLimits", "JitteredStepTime", "fit_step", "predict_e2e_s"]
 
 _QUANTILES = (10.0, 25.0, 50.0, 75.0, 90.0, 95.0)
 
@@ -55,6 +56,38 @@ class BatchLimits:
     kv_capacity_tokens: int = 1 << 30
 
 
+class JitteredStepTime:
+    """A step-time model whose every iteration is slowed by a random factor drawn (seeded,
+    with replacement) from measured ``slowdowns``: service-time variability such as a
+    shared CPU, clock changes or noisy neighbours, which a deterministic model misses in
+    the latency tail. Factors are dimensionless (1 = the base model's time)."""
+
+    def __init__(self, base: LinearStepTime, slowdowns: np.ndarray, seed: int) -> None:
+        self.base = base
+        self._factors = np.asarray(slowdowns, dtype=np.float64)
+        self._rng = np.random.default_rng(seed)
+        self._buf = np.empty(0)
+        self._i = 0
+
+    def iteration_time_s(
+        self,
+        prefill_tokens: int,
+        prefill_attention_pairs: float,
+        decode_seqs: int,
+        decode_context_tokens: int,
+    ) -> float:
+        """The base model's time x the next random slowdown factor, seconds."""
+        if self._i >= self._buf.size:
+            self._buf = self._rng.choice(self._factors, size=4096)
+            self._i = 0
+        f = float(self._buf[self._i])
+        self._i += 1
+        t = self.base.iteration_time_s(
+            prefill_tokens, prefill_attention_pairs, decode_seqs, decode_context_tokens
+        )
+        return t * f
+
+
 def predict_e2e_s(
     step: LinearStepTime,
     overhead_s: float,
@@ -62,10 +95,14 @@ def predict_e2e_s(
     input_tokens: np.ndarray,
     output_tokens: np.ndarray,
     limits: BatchLimits,
+    *,
+    slowdowns: np.ndarray | None = None,
+    seed: int = 0,
 ) -> np.ndarray:
     """Predicted end-to-end latency (seconds) of each request, in the given order.
 
-    ``arrival_s`` need not be sorted; requests are simulated on one replica.
+    ``arrival_s`` need not be sorted; requests are simulated on one replica. With
+    ``slowdowns``, iterations are timed by :class:`JitteredStepTime` (seeded by ``seed``).
     """
     order = np.argsort(arrival_s, kind="stable")
     t = np.asarray(arrival_s, dtype=np.float64)[order]
@@ -74,14 +111,17 @@ def predict_e2e_s(
         input_tokens=np.maximum(np.asarray(input_tokens, dtype=np.int64)[order], 1),
         output_tokens=np.asarray(output_tokens, dtype=np.int64)[order],
     )
+    model: LinearStepTime | JitteredStepTime = (
+        step if slowdowns is None else JitteredStepTime(step, slowdowns, seed)
+    )
     spec = ReplicaSpec(
-        step,
+        model,
         kv_capacity_tokens=limits.kv_capacity_tokens,
         max_num_seqs=limits.max_num_seqs,
         max_batched_tokens=limits.max_batched_tokens,
         chunked_prefill=limits.chunked_prefill,
     )
-    res = simulate(arr, spec, policy="round_robin", max_samples=0)
+    res = simulate(arr, spec, policy="round_robin", max_samples=0, cost_model=step)
     out = np.empty_like(res.e2e_s)
     out[order] = res.e2e_s + overhead_s
     return out
@@ -103,8 +143,23 @@ def fit_step(
     *,
     max_iter: int = 400,
     per_request_weight: float = 0.1,
+    robust_scale: float | None = 0.05,
+    jitter: bool = True,
+    min_isolated_for_jitter: int = 10,
 ) -> Calibration:
-    """Fit :class:`LinearStepTime` + per-request overhead (see module doc)."""
+    """Fit :class:`LinearStepTime` + per-request overhead (see module doc).
+
+    Args:
+        robust_scale: when set, each run's loss ``L`` enters the total as
+            ``2 c (sqrt(1 + L / c) - 1)`` with ``c = robust_scale`` (soft-L1), so a run
+            disturbed by something outside the model (another process stealing the CPU, a
+            GC pause) weighs less than a run the model should explain; None: plain sum.
+        jitter: also fit service-time variability: the slowdown of each request that ran
+            alone (measured e2e - overhead, over the model's time for it), normalised to
+            median 1, becomes the factor distribution of :class:`JitteredStepTime`, and
+            the parameters are refitted with it (two rounds). Needs
+            ``min_isolated_for_jitter`` such requests.
+    """
     has_time = np.isfinite(m.sent_s)
     if not has_time.any():
         raise UserInputError(
@@ -140,11 +195,22 @@ def fit_step(
     meas_q = [np.percentile(m.e2e_s[r], _QUANTILES) for r in runs]
     log_meas = [np.log(np.maximum(m.e2e_s[r], 1e-9)) for r in runs]
 
+    slow: np.ndarray | None = None  # service-time factors once fitted (jitter)
+
     def predict_runs(p: np.ndarray) -> list[np.ndarray]:
         step, over = _params_to_model(p, decode)
         return [
-            predict_e2e_s(step, over, m.sent_s[r], m.input_tokens[r], m.output_tokens[r], limits)
-            for r in runs
+            predict_e2e_s(
+                step,
+                over,
+                m.sent_s[r],
+                m.input_tokens[r],
+                m.output_tokens[r],
+                limits,
+                slowdowns=slow,
+                seed=k,
+            )
+            for k, r in enumerate(runs)
         ]
 
     def loss(z: np.ndarray) -> float:
@@ -155,18 +221,45 @@ def fit_step(
             if not np.all(np.isfinite(pred)):
                 return 1e6
             pq = np.percentile(pred, _QUANTILES)
-            total += float(np.sum(np.log(pq / q) ** 2))
-            total += per_request_weight * float(np.mean((np.log(pred) - lm) ** 2))
+            run_loss = float(np.sum(np.log(pq / q) ** 2))
+            run_loss += per_request_weight * float(np.mean((np.log(pred) - lm) ** 2))
+            if robust_scale is not None:
+                c = robust_scale
+                run_loss = 2.0 * c * (math.sqrt(1.0 + run_loss / c) - 1.0)
+            total += run_loss
         return total
 
-    z0 = np.log(x0[:n_par])
-    best = minimize(
-        loss,
-        z0,
-        method="Nelder-Mead",
-        options={"maxiter": max_iter, "xatol": 1e-3, "fatol": 1e-6, "initial_simplex": None},
-    )
-    p = np.concatenate([np.exp(best.x), x0[n_par:]])
+    def slowdowns_for(p: np.ndarray) -> np.ndarray | None:
+        step, over = _params_to_model(p, decode)
+        alone = m.select(iso)
+        model_s = step.costs_s(alone.input_tokens, alone.output_tokens)
+        f = (alone.e2e_s - over) / np.maximum(model_s, 1e-12)
+        f = f[np.isfinite(f) & (f > 0)]
+        if f.size < min_isolated_for_jitter:
+            return None
+        return np.clip(f / float(np.median(f)), 0.1, 50.0)
+
+    z = np.log(x0[:n_par])
+    nfev = 0
+    rounds = 2 if jitter else 1
+    for rnd in range(rounds):
+        best = minimize(
+            loss, z, method="Nelder-Mead",
+            options={"maxiter": max_iter, "xatol": 1e-3, "fatol": 1e-6},
+        )  # fmt: skip
+        nfev += int(best.nfev)
+        z = best.x
+        if jitter and rnd + 1 < rounds:
+            slow = slowdowns_for(np.concatenate([np.exp(z), x0[n_par:]]))
+            if slow is None:
+                notes.append(
+                    f"fewer than {min_isolated_for_jitter} requests ran alone: no service-time "
+                    "variability fitted (the model is deterministic)"
+                )
+                break
+    p = np.concatenate([np.exp(z), x0[n_par:]])
+    if slow is not None:
+        slow = slowdowns_for(p)
     step, over = _params_to_model(p, decode)
     preds = predict_runs(p)
     pred_all = np.concatenate(preds)
@@ -183,7 +276,7 @@ def fit_step(
     notes.append(
         f"replayed {len(runs)} run(s) through the replica model (max_num_seqs="
         f"{limits.max_num_seqs}, max_batched_tokens={limits.max_batched_tokens}); "
-        f"{best.nfev} simulations"
+        f"{nfev} simulations"
     )
     if not best.success:
         notes.append(f"optimiser stopped early: {best.message}")
@@ -197,7 +290,11 @@ def fit_step(
         notes=notes,
         extra={"overhead_s": over, "loss": float(best.fun)},
         checks=checks,
+        slowdowns=slow,
     )
+    if slow is not None:
+        for q in (90, 99):
+            cal.extra[f"slowdown_p{q}"] = float(np.percentile(slow, q))
     if not math.isfinite(cal.fit.r2):
         cal.notes.append("R² undefined: all measured latencies are equal")
     return cal
