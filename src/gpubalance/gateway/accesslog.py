@@ -3,7 +3,8 @@ the event loop does no per-request I/O.
 
 Each line holds ``ts`` (unix seconds), ``endpoint``, ``model``, ``pool``, ``backend``,
 ``status``, ``input_tokens`` (estimate), ``output_tokens`` (when the response says),
-``latency_s``, ``ttft_s``, ``cache`` and ``error`` (kind, when it failed).
+``latency_s``, ``ttft_s`` (seconds to the first response byte), and when they apply
+``tenant`` (from the client key), ``cache`` (memory/redis hit) and ``error`` (its kind).
 """
 
 from __future__ import annotations

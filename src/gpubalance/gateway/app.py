@@ -6,6 +6,11 @@ key, ``GET /admin/state``, ``POST /admin/backend`` (drain / weight) and
 ``POST /admin/reload``. Lifespan startup opens the backend connection pools, the cache
 and the background tasks (health checks, metric scrapes, access-log flushes); SIGHUP
 reloads the config file.
+
+A client may lower (never raise) the configured request timeout for one request with the
+header ``x-gpubalance-timeout-s: <seconds>``. Responses carry ``x-gpubalance-backend``
+(the backend's configured name, never its address) and ``x-gpubalance-cache: hit`` when
+served from the cache.
 """
 
 from __future__ import annotations
@@ -460,6 +465,8 @@ class GatewayApp:
                 )
                 return
             rec["model"] = model
+            if tenant is not None:
+                rec["tenant"] = tenant
             n_in = self.estimator.input_tokens(endpoint, body)
             rec["input_tokens"] = n_in
             pool_name = rt.rules.select(model, n_in, hdrs, tenant) if rt.rules.rules else None
