@@ -74,8 +74,8 @@ def _wait_ready(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 180.
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=12.0, help="length of each load test")
-    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds over all rates")
+    ap.add_argument("--seconds", type=float, default=10.0, help="length of each load test")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds over all rates")
     ap.add_argument("--fit-rates", default="3,8,14", help="req/s used for fitting")
     ap.add_argument("--predict-rates", default="5,11", help="req/s predicted, then measured")
     ap.add_argument("--tokens", type=int, default=48, help="mean prompt tokens")
