@@ -7,6 +7,7 @@ one-line message: ``gateway.yaml:12: field 'pools.0.backends.1.url': Field requi
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -98,3 +99,26 @@ def load_model(model: type[M], path: str | Path) -> M:
         return model.model_validate(data)
     except ValidationError as exc:
         raise validation_error_to_user_error(exc, file=path, lines=lines) from None
+
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` via a temporary file and a rename, so readers never see a
+    half-written file and a failed write leaves the old one intact."""
+    p = Path(path)
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(p)
+    return p
+
+
+def save_model(model: BaseModel, path: str | Path) -> Path:
+    """Write a pydantic model as YAML (``.yaml``/``.yml``) or JSON (anything else), atomically;
+    :func:`load_model` reads it back."""
+    p = Path(path)
+    data = model.model_dump(mode="json")
+    text = (
+        yaml.safe_dump(data, sort_keys=False)
+        if p.suffix.lower() in {".yaml", ".yml"}
+        else json.dumps(data, indent=2) + "\n"
+    )
+    return write_text_atomic(p, text)

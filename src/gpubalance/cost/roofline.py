@@ -29,14 +29,12 @@ is the time of that request served alone (closed form, no loop).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpubalance.config import load_model
+from gpubalance.config import load_model, save_model
 from gpubalance.errors import UserInputError
 from gpubalance.hardware.gpus import GpuSpec, load_gpu_catalog
 from gpubalance.hardware.memory import MemoryEstimate, estimate_memory, shard_layout
@@ -78,17 +76,8 @@ class RooflineEfficiency(BaseModel):
         )
 
     def save(self, path: str | Path) -> None:
-        """Write as YAML (``.yaml``/``.yml``) or JSON (anything else), via temp + rename."""
-        p = Path(path)
-        data = self.model_dump()
-        text = (
-            yaml.safe_dump(data, sort_keys=False)
-            if p.suffix.lower() in {".yaml", ".yml"}
-            else json.dumps(data, indent=2) + "\n"
-        )
-        tmp = p.with_name(p.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(p)
+        """Write as YAML (``.yaml``/``.yml``) or JSON (anything else), atomically."""
+        save_model(self, path)
 
     @classmethod
     def load(cls, path: str | Path) -> RooflineEfficiency:

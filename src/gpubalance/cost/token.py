@@ -11,17 +11,15 @@ All coefficients are >= 0, in seconds (per token, or per token squared). Fitting
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 from scipy.optimize import nnls
 
-from gpubalance.config import load_model
+from gpubalance.config import load_model, save_model
 from gpubalance.errors import UserInputError
 
 __all__ = ["FitReport", "TokenCostModel", "fit_token_cost_model"]
@@ -65,17 +63,8 @@ class TokenCostModel(BaseModel):
         )
 
     def save(self, path: str | Path) -> None:
-        """Write as YAML (``.yaml``/``.yml``) or JSON (anything else)."""
-        p = Path(path)
-        data = self.model_dump()
-        text = (
-            yaml.safe_dump(data, sort_keys=False)
-            if p.suffix.lower() in {".yaml", ".yml"}
-            else json.dumps(data, indent=2) + "\n"
-        )
-        tmp = p.with_name(p.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(p)
+        """Write as YAML (``.yaml``/``.yml``) or JSON (anything else), atomically."""
+        save_model(self, path)
 
     @classmethod
     def load(cls, path: str | Path) -> TokenCostModel:

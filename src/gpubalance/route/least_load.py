@@ -24,64 +24,52 @@ def request_load(b: BackendState) -> float:
     return float(reported if reported > b.in_flight else b.in_flight)
 
 
-class LeastRequests(RoutingPolicy):
+class _LeastLoad(RoutingPolicy):
+    """Pick the eligible backend with the least load per unit weight; ties rotate."""
+
+    by_cost: bool = False
+
+    def __init__(self, *, seed: int = 0) -> None:
+        self._rotate = 0
+
+    def choose(self, backends: Sequence[BackendState], cost_s: float = 0.0) -> int:
+        n = len(backends)
+        best = -1
+        best_load = float("inf")
+        start = self._rotate % n if n else 0
+        self._rotate = start + 1
+        by_cost = self.by_cost
+        for step in range(n):
+            i = start + step
+            if i >= n:
+                i -= n
+            b = backends[i]
+            if not b.healthy or b.draining or b.weight <= 0:
+                continue
+            if by_cost:
+                load = (b.in_flight_cost_s + cost_s) / b.weight
+            else:
+                reported = b.running + b.waiting
+                load = (reported if reported > b.in_flight else b.in_flight) / b.weight
+            if load < best_load:
+                best, best_load = i, load
+        if best < 0:
+            raise NoBackendAvailable("no eligible backend (all unhealthy, draining or weight 0)")
+        return best
+
+
+class LeastRequests(_LeastLoad):
     """Fewest outstanding requests (see :func:`request_load`) per unit weight."""
 
     name = "least_requests"
 
-    def __init__(self, *, seed: int = 0) -> None:
-        self._rotate = 0
 
-    def choose(self, backends: Sequence[BackendState], cost_s: float = 0.0) -> int:
-        n = len(backends)
-        best = -1
-        best_load = float("inf")
-        start = self._rotate % n if n else 0
-        self._rotate = start + 1
-        for step in range(n):
-            i = start + step
-            if i >= n:
-                i -= n
-            b = backends[i]
-            if not b.healthy or b.draining or b.weight <= 0:
-                continue
-            reported = b.running + b.waiting
-            load = (reported if reported > b.in_flight else b.in_flight) / b.weight
-            if load < best_load:
-                best, best_load = i, load
-        if best < 0:
-            raise NoBackendAvailable("no eligible backend (all unhealthy, draining or weight 0)")
-        return best
-
-
-class LeastCost(RoutingPolicy):
+class LeastCost(_LeastLoad):
     """Least outstanding predicted cost (seconds of work) per unit weight, counting the new
     request: the backend that would finish this request's share of work soonest."""
 
     name = "least_cost"
-
-    def __init__(self, *, seed: int = 0) -> None:
-        self._rotate = 0
-
-    def choose(self, backends: Sequence[BackendState], cost_s: float = 0.0) -> int:
-        n = len(backends)
-        best = -1
-        best_load = float("inf")
-        start = self._rotate % n if n else 0
-        self._rotate = start + 1
-        for step in range(n):
-            i = start + step
-            if i >= n:
-                i -= n
-            b = backends[i]
-            if not b.healthy or b.draining or b.weight <= 0:
-                continue
-            load = (b.in_flight_cost_s + cost_s) / b.weight
-            if load < best_load:
-                best, best_load = i, load
-        if best < 0:
-            raise NoBackendAvailable("no eligible backend (all unhealthy, draining or weight 0)")
-        return best
+    by_cost = True
 
 
 POLICIES.register(LeastRequests.name, LeastRequests)
