@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpubalance.hardware.catalog_file import file_stamp, load_catalog_entries
-from gpubalance.hardware.names import NameIndex
+from gpubalance.hardware.names import SpecCatalog
 from gpubalance.hardware.precision import Precision, precision_named
 
 __all__ = ["GpuCatalog", "GpuSpec", "InterconnectSpec", "get_gpu", "load_gpu_catalog"]
@@ -121,34 +121,13 @@ class GpuSpec(BaseModel):
         return True
 
 
-class GpuCatalog:
+class GpuCatalog(SpecCatalog[GpuSpec]):
     """GPU types by canonical name; lookup by name or alias, case-insensitive.
 
     ``get`` of an unknown name raises UserInputError suggesting the nearest.
     """
 
-    def __init__(self, gpus: dict[str, GpuSpec]) -> None:
-        self._index: NameIndex[GpuSpec] = NameIndex(
-            "GPU", {name: (spec.aliases, spec) for name, spec in gpus.items()}
-        )
-
-    def get(self, name: str) -> GpuSpec:
-        """The GPU called ``name`` (canonical or alias)."""
-        return self._index.get(name)
-
-    def names(self) -> list[str]:
-        """Canonical names in catalog order."""
-        return self._index.names()
-
-    def specs(self) -> list[GpuSpec]:
-        """All GPU specs in catalog order."""
-        return list(self._index)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._index
-
-    def __len__(self) -> int:
-        return len(self._index)
+    kind = "GPU"
 
 
 @functools.lru_cache(maxsize=16)

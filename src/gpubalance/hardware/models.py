@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from gpubalance.config import load_mapping
 from gpubalance.errors import UserInputError
 from gpubalance.hardware.catalog_file import file_stamp, load_catalog_entries
-from gpubalance.hardware.names import NameIndex
+from gpubalance.hardware.names import SpecCatalog
 
 __all__ = [
     "ModelCatalog",
@@ -221,31 +221,10 @@ class ModelSpec(BaseModel):
         return 2.0 * self.num_layers * self.num_kv_heads * self.head_dim * kv_dtype_bytes
 
 
-class ModelCatalog:
+class ModelCatalog(SpecCatalog[ModelSpec]):
     """Models by canonical name; lookup by name or alias, case-insensitive."""
 
-    def __init__(self, models: dict[str, ModelSpec]) -> None:
-        self._index: NameIndex[ModelSpec] = NameIndex(
-            "model", {name: (spec.aliases, spec) for name, spec in models.items()}
-        )
-
-    def get(self, name: str) -> ModelSpec:
-        """The model called ``name`` (canonical or alias); unknown -> UserInputError."""
-        return self._index.get(name)
-
-    def names(self) -> list[str]:
-        """Canonical names in catalog order."""
-        return self._index.names()
-
-    def specs(self) -> list[ModelSpec]:
-        """All model specs in catalog order."""
-        return list(self._index)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._index
-
-    def __len__(self) -> int:
-        return len(self._index)
+    kind = "model"
 
 
 @functools.lru_cache(maxsize=16)

@@ -11,11 +11,11 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from gpubalance.errors import UserInputError
 
-__all__ = ["NameIndex", "normalize_name"]
+__all__ = ["NameIndex", "SpecCatalog", "normalize_name"]
 
 T = TypeVar("T")
 
@@ -96,3 +96,43 @@ class NameIndex(Generic[T]):
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+class _HasAliases(Protocol):
+    @property
+    def aliases(self) -> list[str]: ...
+
+
+S = TypeVar("S", bound=_HasAliases)
+
+
+class SpecCatalog(Generic[S]):
+    """Specs (GPUs, models) by canonical name; lookup by name or alias, case-insensitive.
+
+    ``get`` of an unknown name raises UserInputError suggesting the nearest.
+    """
+
+    kind = "entry"
+
+    def __init__(self, specs: dict[str, S]) -> None:
+        self._index: NameIndex[S] = NameIndex(
+            self.kind, {name: (spec.aliases, spec) for name, spec in specs.items()}
+        )
+
+    def get(self, name: str) -> S:
+        """The spec called ``name`` (canonical or alias); unknown -> UserInputError."""
+        return self._index.get(name)
+
+    def names(self) -> list[str]:
+        """Canonical names in catalog order."""
+        return self._index.names()
+
+    def specs(self) -> list[S]:
+        """All specs in catalog order."""
+        return list(self._index)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    def __len__(self) -> int:
+        return len(self._index)
