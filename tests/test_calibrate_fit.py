@@ -259,3 +259,23 @@ def test_step_fit_learns_service_time_variability() -> None:
     for row in cal.checks:
         assert row["predicted_p50_s"] == pytest.approx(row["measured_p50_s"], rel=0.1)
         assert row["predicted_p95_s"] == pytest.approx(row["measured_p95_s"], rel=0.15)
+
+
+def test_cli_step_and_roofline_profiles_load_where_they_are_used(tmp_path: Path) -> None:
+    from gpubalance.config import load_model
+
+    res = tmp_path / "r.json"
+    _results_file(res)
+    step_path, eff_path = tmp_path / "step.yaml", tmp_path / "eff.yaml"
+    run = _cli(str(res), "--model", "step", "--max-batch", "4", "--out", str(step_path), "--json")
+    assert run.returncode == 0, run.stderr
+    overhead_s = json.loads(run.stdout)["extra"]["overhead_s"]
+    step = load_model(LinearStepTime, step_path)  # what `gpubalance emulate --step-model` reads
+    # lone requests: 10 ms + 0.1 ms/input token + 2 ms/output token; a 300-token prompt with
+    # 10 output tokens took 10 + 30 + 20 = 60 ms
+    assert step.cost_s(300, 10) + overhead_s == pytest.approx(0.060, rel=0.1)
+    run = _cli(str(res), "--model", "roofline", "--gpu", "l4", "--llm", "llama-3.1-8b",
+               "--out", str(eff_path))  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    eff = RooflineEfficiency.load(eff_path)
+    assert 0 < eff.compute_efficiency <= 1.5 and 0 < eff.bandwidth_efficiency <= 1.5
