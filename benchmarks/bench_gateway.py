@@ -433,6 +433,17 @@ def part_maxrps(P: Procs, requests: int) -> dict[str, Any]:
     return res
 
 
+class _Pooled:
+    """A step model ``k`` times as fast as ``m``, with ``k`` times its KV capacity."""
+
+    def __init__(self, m: Any, k: int) -> None:
+        self.m, self.k = m, k
+        self.kv_capacity_tokens = m.kv_capacity_tokens * k
+
+    def iteration_time_s(self, p: int, pairs: float, d: int, ctx: int) -> float:
+        return float(self.m.iteration_time_s(p, pairs, d, ctx)) / self.k
+
+
 def part_routing(
     P: Procs, window_s: float, target_busy: float, policies: list[str]
 ) -> dict[str, Any]:
@@ -458,9 +469,25 @@ def part_routing(
         lo, hi = (mid, hi) if b < target_busy else (lo, mid)
     scale = (lo * hi) ** 0.5
     busy, sub = busy_at(scale)
+    # the same replay in the simulator (routing price as the gateway's: BatchedCost), and
+    # the ideal balance: the 4 GPUs as ONE replica 4x as fast with 4x the KV and budget (a
+    # single queue, no routing at all), which no router over 4 separate replicas beats
+    sim: dict[str, Any] = {}
+    for pol in policies:
+        s = simulate(sub, spec, n_replicas=4, policy=pol, rate_scale=scale)
+        sim[pol] = {"p99_s": s.e2e.p99_s, "ttft_p99_s": s.ttft.p99_s}
+    pooled_spec = ReplicaSpec(_Pooled(roof, 4), max_num_seqs=4 * 256, max_batched_tokens=4 * 8192)
+    s = simulate(sub, pooled_spec, n_replicas=1, rate_scale=scale)
+    sim["pooled_4x"] = {"p99_s": s.e2e.p99_s, "ttft_p99_s": s.ttft.p99_s}
     items = [[r.arrival_s / scale, r.input_tokens, r.output_tokens] for r in sub]
     backends = [P.emulator(instant=False)[0] for _ in range(4)]
-    out: dict[str, Any] = {"scale": scale, "requests": len(items), "sim_busy": busy, "policies": {}}
+    out: dict[str, Any] = {
+        "scale": scale,
+        "requests": len(items),
+        "sim_busy": busy,
+        "sim": sim,
+        "policies": {},
+    }
     for pol in policies:
         gw, gp = P.gateway(backends, policy=pol)
         r = loadgen(
@@ -704,16 +731,39 @@ def render(res: dict[str, Any]) -> None:
             title=f"Routing quality: trace x{r['scale']:.1f} faster, {r['requests']} requests, "
             f"4 emulated H100 llama-3.1-8b, simulated busy {r['sim_busy']:.2f}"
         )
-        for c in ("policy", "p50 e2e s", "p99 e2e s", "p99 / round_robin", "errors"):
+        cols = ("policy", "p50 e2e s", "p99 e2e s", "p99 / round_robin", "errors")
+        cols += ("sim p99 e2e s", "sim p99 / rr", "sim p99 TTFT s", "sim TTFT / rr")
+        for c in cols:
             t.add_column(c, justify="right")
         base = r["policies"].get("round_robin", {}).get("p99_s", float("nan"))
+        sim = r.get("sim", {})
+        nan = {"p99_s": float("nan"), "ttft_p99_s": float("nan")}
+        sb = sim.get("round_robin", nan)
         for pol, v in r["policies"].items():
+            sv = sim.get(pol, nan)
             t.add_row(
                 pol,
                 f"{v['p50_s']:.2f}",
                 f"{v['p99_s']:.2f}",
                 f"{v['p99_s'] / base:.2f}",
                 str(v["errors"]),
+                f"{sv['p99_s']:.2f}",
+                f"{sv['p99_s'] / sb['p99_s']:.2f}",
+                f"{sv['ttft_p99_s']:.2f}",
+                f"{sv['ttft_p99_s'] / sb['ttft_p99_s']:.2f}",
+            )
+        if "pooled_4x" in sim:
+            sv = sim["pooled_4x"]
+            t.add_row(
+                "ideal: 1 replica 4x (sim)",
+                "",
+                "",
+                "",
+                "",
+                f"{sv['p99_s']:.2f}",
+                f"{sv['p99_s'] / sb['p99_s']:.2f}",
+                f"{sv['ttft_p99_s']:.2f}",
+                f"{sv['ttft_p99_s'] / sb['ttft_p99_s']:.2f}",
             )
         con.print(t)
     if "streams" in res:

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from gpubalance.cost import BatchedCost
 from gpubalance.route import BackendState, make_policy
 from gpubalance.sim import (
     SLA,
@@ -249,7 +250,8 @@ def _per_iteration_sim(
     reps = [spec.build() for _ in range(n_rep)]
     backends = [BackendState(f"r{j}") for j in range(n_rep)]
     choose = make_policy(policy, seed=0).choose
-    cost = spec.step_model.costs_s(arr.input_tokens, arr.output_tokens).tolist()  # type: ignore[attr-defined]
+    # the fleet's default routing price
+    cost = BatchedCost(spec.step_model).costs_s(arr.input_tokens, arr.output_tokens).tolist()
     n = len(arr)
     seqs = [None] * n
     where = [-1] * n

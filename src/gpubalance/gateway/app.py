@@ -492,7 +492,8 @@ class GatewayApp:
                 n_out = (
                     mt if isinstance(mt, int) and mt > 0 else pool.config.cost.default_max_tokens
                 )
-            cost_s = pool.cost_fn(n_in, n_out)
+            cost_s = pool.cost_fn(n_in, n_out)  # admission caps
+            route_s = pool.route_cost_fn(n_in, n_out)  # routing and per-backend in-flight cost
             stream = endpoint != "embeddings" and bool(body.get("stream"))
             timeout_s = None
             if tmo is not None:
@@ -525,7 +526,7 @@ class GatewayApp:
             try:
                 if stream:
                     res = await self.upstream.stream(
-                        pool, path, raw, cost_s, send, timeout_s, receive
+                        pool, path, raw, route_s, send, timeout_s, receive
                     )
                 elif (
                     endpoint == "embeddings"
@@ -533,9 +534,9 @@ class GatewayApp:
                     and self.batcher is not None
                     and (inputs := batch_inputs(body)) is not None
                 ):
-                    res = await self.batcher.submit(pool, body, inputs, cost_s)
+                    res = await self.batcher.submit(pool, body, inputs, route_s)
                 else:
-                    res = await self.upstream.call(pool, path, raw, cost_s, timeout_s)
+                    res = await self.upstream.call(pool, path, raw, route_s, timeout_s)
             finally:
                 pool.admission.release(cost_s)
             status = res.status

@@ -12,13 +12,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpubalance.cost import CostModel, TokenCostModel
+from gpubalance.cost import BatchedCost, CostModel, TokenCostModel
 from gpubalance.gateway.config import BackendConfig, CostConfig, GatewayConfig, PoolConfig
 from gpubalance.route import BackendState, RoutingPolicy, make_policy
 from gpubalance.route.admission import Admission, AdmissionCaps
 from gpubalance.route.rules import PoolRule, PoolRules
 
-__all__ = ["Backend", "Pool", "Runtime", "build_runtime", "default_cost_model"]
+__all__ = [
+    "Backend",
+    "Pool",
+    "Runtime",
+    "build_runtime",
+    "default_cost_model",
+    "routing_cost_model",
+]
 
 
 def default_cost_model() -> TokenCostModel:
@@ -44,6 +51,16 @@ def pool_cost_model(cfg: CostConfig) -> CostModel:
         model: CostModel = RooflineModel.from_names(cfg.gpu, cfg.model, cfg.precision, cfg.tp)
         return model
     return default_cost_model()
+
+
+def routing_cost_model(cost_model: CostModel) -> CostModel:
+    """The price the routing policy and the backends' in-flight cost use: for a cost model
+    that times batching iterations (roofline), the marginal cost of a request on a busy
+    continuous-batching replica (:class:`~gpubalance.cost.BatchedCost`, as the simulator
+    routes); otherwise the cost model itself. Admission caps keep the pool's cost model."""
+    if hasattr(cost_model, "iteration_time_s"):
+        return BatchedCost(cost_model)  # type: ignore[arg-type]
+    return cost_model
 
 
 @dataclass(eq=False)
@@ -100,10 +117,12 @@ class Pool:
     cost_model: CostModel
     states: list[BackendState] = field(default_factory=list)
     cost_fn: Callable[[int, int], float] = field(init=False)
+    route_cost_fn: Callable[[int, int], float] = field(init=False)
 
     def __post_init__(self) -> None:
         self.states = [b.state for b in self.backends]
         self.cost_fn = self.cost_model.cost_s
+        self.route_cost_fn = routing_cost_model(self.cost_model).cost_s
 
     @property
     def name(self) -> str:

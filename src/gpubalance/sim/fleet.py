@@ -14,8 +14,11 @@ which an arrival joins the replica's next iteration boundary at or after it.
 Router bookkeeping mirrors the gateway: ``BackendState.start(cost_s)`` when a request is
 routed, ``finish(cost_s)`` when its last token is emitted (finishes later than the current
 event are held back until their time). ``cost_s`` is the request's predicted cost from a
-:class:`~gpubalance.cost.CostModel` (default: the step model itself if it is one, e.g.
-:class:`LinearStepTime` or the roofline model, else :class:`StandaloneCost`).
+:class:`~gpubalance.cost.CostModel`; by default :class:`~gpubalance.cost.BatchedCost` over the
+first replica's step model: the seconds the request adds to a busy continuous-batching
+replica (its prefill, plus each decode token's marginal share), the same routing price the
+gateway uses for pools with a roofline cost model. Pass ``cost_model=StandaloneCost(step)``
+(or the step model itself when it is a cost model) to route by standalone cost instead.
 
 Admission: with ``max_queued_per_replica`` set, a request routed to a replica that already
 has that many waiting is rejected (like a gateway answering 429). Requests whose prompt plus
@@ -33,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from gpubalance.cost import CostModel
+from gpubalance.cost import BatchedCost, CostModel
 from gpubalance.route import BackendState, NoBackendAvailable, RoutingPolicy, make_policy
 from gpubalance.sim.loop import EventLoop
 from gpubalance.sim.metrics import SLA, Goodput, LatencyStats, goodput, latency_stats
@@ -149,10 +152,9 @@ class StandaloneCost:
 
 
 def default_cost_model(step_model: StepTimeModel) -> CostModel:
-    """The step model itself when it is a cost model, else :class:`StandaloneCost`."""
-    if isinstance(step_model, CostModel):
-        return step_model
-    return StandaloneCost(step_model)
+    """The routing price of requests on replicas of ``step_model``: their marginal cost on a
+    busy continuous-batching replica (:class:`~gpubalance.cost.BatchedCost`)."""
+    return BatchedCost(step_model)
 
 
 @dataclass
