@@ -185,3 +185,31 @@ def test_console_script_runs(tmp_path: Path) -> None:
     d = json.loads(proc.stdout)
     assert d["recommendation"]["gpu"] == "H100-SXM"
     assert {"recommendation", "candidates"} <= d.keys()
+
+
+def test_calibrated_efficiency_profile_changes_the_plan(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # A profile from `gpubalance calibrate --model roofline`: a GPU measured at a fifth of the
+    # default compute and bandwidth efficiency needs at least as many GPUs, and costs more.
+    from gpubalance.cost.roofline import RooflineEfficiency
+
+    slow = tmp_path / "eff.yaml"
+    RooflineEfficiency(
+        compute_efficiency=0.12, bandwidth_efficiency=0.16, comm_efficiency=0.7, overhead_s=0.0005
+    ).save(slow)
+    args = ["--gpus", "L4", "--rate", "4", "--no-spare-node", *SMALL]
+    base = plan_json(args, capsys)["recommendation"]
+    calibrated = plan_json([*args, "--efficiency", str(slow)], capsys)["recommendation"]
+    assert calibrated["gpus_total"] > base["gpus_total"]
+    assert calibrated["monthly_cost_usd"] > base["monthly_cost_usd"]
+
+
+def test_malformed_efficiency_profile_names_file_and_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bad = tmp_path / "eff.yaml"
+    bad.write_text("compute_efficiency: 0.5\nbandwidth_efficiency: -1\n")
+    code, out, err = run(["--efficiency", str(bad), *SMALL], capsys)
+    assert code == 2 and out == ""
+    assert "eff.yaml:2: field 'bandwidth_efficiency'" in err

@@ -71,6 +71,12 @@ def plan(
     models_file: Annotated[
         Path | None, typer.Option(help="Model catalog YAML merged over the shipped one.")
     ] = None,
+    efficiency: Annotated[
+        Path | None,
+        typer.Option(
+            help="Roofline efficiency profile from `gpubalance calibrate --model roofline`."
+        ),
+    ] = None,
     spare_node: Annotated[
         bool, typer.Option(help="Add a spare node so the SLA holds with one node down.")
     ] = True,
@@ -121,6 +127,7 @@ def plan(
         "price_file": price_file,
         "catalog": catalog,
         "models_file": models_file,
+        "efficiency": efficiency,
         "spare_node": spare_node,
         "prune": prune,
     }

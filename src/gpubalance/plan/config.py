@@ -71,6 +71,11 @@ class PlanRequest(BaseModel):
     price_file: Path | None = Field(default=None, description="Price file (YAML).")
     catalog: Path | None = Field(default=None, description="GPU catalog file merged over ours.")
     models_file: Path | None = Field(default=None, description="Model catalog file.")
+    efficiency: Path | None = Field(
+        default=None,
+        description="Roofline efficiency profile (YAML/JSON from `gpubalance calibrate --model "
+        "roofline`) applied to every GPU's replica model.",
+    )
     spare_node: bool = Field(
         default=True, description="Size fleets to meet the SLA with one node down."
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpubalance.cost.roofline import RooflineEfficiency
 from gpubalance.errors import UserInputError
 from gpubalance.hardware import load_gpu_catalog, precision_named, resolve_model
 from gpubalance.plan.config import DEFAULT_RATE_RPS, PlanRequest
@@ -85,6 +86,7 @@ def run_plan(req: PlanRequest, progress: ProgressFn | None = None) -> PlanResult
         precision=precision,
         requests=arrays,
         base_rate_rps=rate,
+        efficiency=None if req.efficiency is None else RooflineEfficiency.load(req.efficiency),
         policy=req.policy,
         seed=req.seed,
     )
