@@ -84,7 +84,14 @@ class AdmissionConfig(_Model):
 
 
 class CostConfig(_Model):
-    """Cost model that prices a request (input tokens estimated, output = max_tokens)."""
+    """Cost model that prices a request (input tokens estimated, output = max_tokens).
+
+    Admission caps (``max_in_flight_cost_s``) use its standalone cost. Routing (least
+    outstanding cost, and each backend's in-flight cost) uses, for the roofline model, the
+    request's marginal cost on a busy continuous-batching replica
+    (:class:`~gpubalance.cost.BatchedCost`: prefill plus each decode token's share), as the
+    simulator does; a fitted token model prices routing too.
+    """
 
     token: TokenCostModel | None = Field(
         default=None, description="Fitted token cost model (from `gpubalance calibrate`)."

@@ -50,7 +50,8 @@ class _StateCollector(Collector):
         )
         cost = GaugeMetricFamily(
             "gpubalance_backend_in_flight_cost_seconds",
-            "Predicted cost (s) of requests in flight per backend.",
+            "Predicted routing cost (s; marginal on a busy replica for roofline pools) of "
+            "requests in flight per backend.",
             labels=lb,
         )
         healthy = GaugeMetricFamily(

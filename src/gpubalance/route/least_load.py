@@ -66,7 +66,13 @@ class LeastRequests(_LeastLoad):
 
 class LeastCost(_LeastLoad):
     """Least outstanding predicted cost (seconds of work) per unit weight, counting the new
-    request: the backend that would finish this request's share of work soonest."""
+    request: the backend that would finish this request's share of work soonest.
+
+    The price is whatever the owner passes as ``cost_s``. The gateway (roofline pools) and
+    the simulator (by default) pass :class:`~gpubalance.cost.BatchedCost`, the request's
+    marginal cost on a busy continuous-batching replica; standalone cost (batch-1 decode)
+    overprices a decode token 30 to 200 times (H100, llama-3.1-8b) and piles long
+    prompts onto the same replicas."""
 
     name = "least_cost"
     by_cost = True
