@@ -7,24 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from pydantic import BaseModel
 
-from gpubalance.cost.token import FitReport
+from gpubalance.config import save_model
+from gpubalance.cost.token import FitReport, fit_quality
 
 __all__ = ["Calibration", "fit_quality"]
-
-
-def fit_quality(predicted: np.ndarray, measured: np.ndarray) -> FitReport:
-    """R² and MAPE (fraction) of ``predicted`` against ``measured`` seconds."""
-    predicted = np.asarray(predicted, dtype=np.float64)
-    measured = np.asarray(measured, dtype=np.float64)
-    resid = measured - predicted
-    ss_tot = float(((measured - measured.mean()) ** 2).sum())
-    r2 = 1.0 - float((resid**2).sum()) / ss_tot if ss_tot > 0 else float("nan")
-    pos = measured > 0
-    mape = float(np.mean(np.abs(resid[pos]) / measured[pos])) if pos.any() else float("nan")
-    return FitReport(r2=r2, mape=mape, n=int(measured.shape[0]))
 
 
 @dataclass(slots=True)
@@ -57,18 +45,7 @@ class Calibration:
         The file loads with the profile's own class (``TokenCostModel.load``,
         ``RooflineEfficiency.load``, ``config.load_model(LinearStepTime, path)``).
         """
-        p = Path(path)
-        data = self.profile.model_dump()
-        if p.suffix.lower() in {".yaml", ".yml"}:
-            text = yaml.safe_dump(data, sort_keys=False)
-        else:
-            import json
-
-            text = json.dumps(data, indent=2) + "\n"
-        tmp = p.with_name(p.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(p)
-        return p
+        return save_model(self.profile, path)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary."""

@@ -22,7 +22,7 @@ from scipy.optimize import nnls
 from gpubalance.config import load_model, save_model
 from gpubalance.errors import UserInputError
 
-__all__ = ["FitReport", "TokenCostModel", "fit_token_cost_model"]
+__all__ = ["FitReport", "TokenCostModel", "fit_quality", "fit_token_cost_model"]
 
 
 class TokenCostModel(BaseModel):
@@ -85,7 +85,10 @@ class FitReport:
     n: int
 
 
-def _fit_quality(predicted: np.ndarray, measured: np.ndarray) -> FitReport:
+def fit_quality(predicted: np.ndarray, measured: np.ndarray) -> FitReport:
+    """R² and MAPE (fraction) of ``predicted`` against ``measured`` seconds."""
+    predicted = np.asarray(predicted, dtype=np.float64)
+    measured = np.asarray(measured, dtype=np.float64)
     resid = measured - predicted
     ss_tot = float(((measured - measured.mean()) ** 2).sum())
     r2 = 1.0 - float((resid**2).sum()) / ss_tot if ss_tot > 0 else float("nan")
@@ -138,4 +141,4 @@ def fit_token_cost_model(
         prefill_s_per_token2=float(coef[2]),
         decode_s_per_token=float(coef[3]),
     )
-    return model, _fit_quality(model.costs_s(inp, out), y)
+    return model, fit_quality(model.costs_s(inp, out), y)
