@@ -96,6 +96,16 @@ class CostConfig(_Model):
     token: TokenCostModel | None = Field(
         default=None, description="Fitted token cost model (from `gpubalance calibrate`)."
     )
+    token_file: str | None = Field(
+        default=None,
+        description="Path of a TokenCostModel YAML/JSON written by `gpubalance calibrate` "
+        "(instead of `token` inline).",
+    )
+    efficiency_file: str | None = Field(
+        default=None,
+        description="Path of a RooflineEfficiency YAML/JSON written by `gpubalance calibrate "
+        "--model roofline`, applied to the roofline model (`gpu` + `model`).",
+    )
     gpu: str | None = Field(default=None, description="GPU name for the roofline cost model.")
     model: str | None = Field(default=None, description="Model name for the roofline model.")
     precision: str = Field(default="bf16", description="Weights precision for the roofline model.")
@@ -103,6 +113,12 @@ class CostConfig(_Model):
     default_max_tokens: int = Field(
         default=256, ge=1, description="Output tokens assumed when a request has no max_tokens."
     )
+
+    @model_validator(mode="after")
+    def _one_token_source(self) -> CostConfig:
+        if self.token is not None and self.token_file is not None:
+            raise ValueError("give either token or token_file, not both")
+        return self
 
 
 class ScrapeConfig(_Model):

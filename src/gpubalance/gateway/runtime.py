@@ -38,6 +38,8 @@ def pool_cost_model(cfg: CostConfig) -> CostModel:
     """The cost model a pool's config names: fitted token model, else roofline, else default."""
     if cfg.token is not None:
         return cfg.token
+    if cfg.token_file is not None:
+        return TokenCostModel.load(cfg.token_file)
     if cfg.gpu and cfg.model:
         from gpubalance.errors import UserInputError
 
@@ -48,7 +50,12 @@ def pool_cost_model(cfg: CostConfig) -> CostModel:
                 "cost.gpu/cost.model need gpubalance.cost.roofline, which is not installed",
                 field="cost",
             ) from None
-        model: CostModel = RooflineModel.from_names(cfg.gpu, cfg.model, cfg.precision, cfg.tp)
+        from gpubalance.cost.roofline import RooflineEfficiency
+
+        eff = None if cfg.efficiency_file is None else RooflineEfficiency.load(cfg.efficiency_file)
+        model: CostModel = RooflineModel.from_names(
+            cfg.gpu, cfg.model, cfg.precision, cfg.tp, efficiency=eff
+        )
         return model
     return default_cost_model()
 
