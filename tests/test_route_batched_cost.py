@@ -73,3 +73,26 @@ def test_least_cost_routes_by_marginal_load_in_the_simulator() -> None:
     assert batched.replica.tolist() == [0, 1, 0]
     standalone = simulate(reqs, spec, n_replicas=2, policy="least_cost", cost_model=m)
     assert standalone.replica.tolist() == [0, 1, 1]
+
+
+def test_gateway_pool_routes_by_batched_cost_and_admits_by_standalone() -> None:
+    from gpubalance.gateway import GatewayConfig
+    from gpubalance.gateway.runtime import build_runtime
+
+    cfg = GatewayConfig.model_validate(
+        {
+            "pools": [
+                {
+                    "name": "p",
+                    "models": ["m"],
+                    "policy": "least_cost",
+                    "backends": [{"name": "b0", "url": "http://127.0.0.1:9"}],
+                    "cost": {"gpu": "H100", "model": "llama-3.1-8b"},
+                }
+            ]
+        }
+    )
+    pool = build_runtime(cfg).pools["p"]
+    roof = RooflineModel.from_names("H100", "llama-3.1-8b")
+    assert pool.cost_fn(100, 300) == roof.cost_s(100, 300)
+    assert pool.route_cost_fn(100, 300) == BatchedCost(roof).cost_s(100, 300)
