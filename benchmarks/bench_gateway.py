@@ -460,7 +460,10 @@ def part_routing(
         res = simulate(
             sub, spec, n_replicas=4, policy="round_robin", rate_scale=scale, cost_model=roof
         )
-        return float((res.replica_busy_s / res.span_s).mean()), sub
+        # offered utilisation over the arrival window: GPU-busy seconds the window's requests
+        # need / GPU-seconds the window holds (the drain after the last arrival not counted,
+        # which would make an overloaded replay look 80% busy)
+        return float(res.replica_busy_s.sum() / (len(res.replica_busy_s) * window_s)), sub
 
     lo, hi = 1.0, 400.0  # time compression factor: busy fraction grows with it
     for _ in range(14):
