@@ -33,6 +33,7 @@ from gpubalance.sim import (
     generate_arrays,
     simulate,
 )
+from gpubalance.sim.fleet import default_cost_model
 from gpubalance.workload import RequestArrays
 
 
@@ -56,7 +57,8 @@ def per_iteration_baseline(
     reps = [spec.build() for _ in range(n_replicas)]
     backends = [BackendState(f"r{j}") for j in range(n_replicas)]
     choose = make_policy(policy).choose
-    cost = spec.step_model.costs_s(arr.input_tokens, arr.output_tokens).tolist()  # type: ignore[attr-defined]
+    # the same routing price simulate() uses by default (marginal cost on a busy replica)
+    cost = default_cost_model(spec.step_model).costs_s(arr.input_tokens, arr.output_tokens).tolist()
     t_list = arr.arrival_s.tolist()
     inp, out = arr.input_tokens.tolist(), arr.output_tokens.tolist()
     seqs: list[SeqState | None] = [None] * len(t_list)
