@@ -23,23 +23,24 @@ M = LinearStepTime(
 
 def test_marginal_prices_of_an_affine_step_model_by_hand() -> None:
     c = BatchedCost(M, reference_tokens=512)
-    # prefill of 1000 tokens: 1000 x 1e-4 + 1000^2 x 1e-8 = 0.1 + 0.01 (base cancels)
-    assert c.prefill_s(1000) == pytest.approx(0.11, rel=1e-12)
+    # prefill of 1000 tokens: 1000 x 1e-4 + (1000 x 1001 / 2 causal pairs) x 1e-8
+    # = 0.1 + 0.005005 (base cancels)
+    assert c.prefill_s(1000) == pytest.approx(0.105005, rel=1e-12)
     assert c.prefill_s(0) == 0.0
     # one decoding sequence at context 1234: 2e-3 + 1234e-6
     assert c.decode_token_s(1234) == pytest.approx(0.003234, rel=1e-12)
     # 1000 in, 11 out: prefill + 10 decode tokens at contexts 1001..1010
-    # = 0.11 + 10 x 2e-3 + 1e-6 x (1001 + ... + 1010 = 10055)
-    assert c.cost_s(1000, 11) == pytest.approx(0.140055, rel=1e-12)
-    assert c.cost_s(1000, 1) == pytest.approx(0.11, rel=1e-12)
-    assert c.cost_s(1000, 0) == pytest.approx(0.11, rel=1e-12)
+    # = 0.105005 + 10 x 2e-3 + 1e-6 x (1001 + ... + 1010 = 10055)
+    assert c.cost_s(1000, 11) == pytest.approx(0.13506, rel=1e-12)
+    assert c.cost_s(1000, 1) == pytest.approx(0.105005, rel=1e-12)
+    assert c.cost_s(1000, 0) == pytest.approx(0.105005, rel=1e-12)
     # no prompt: 3 decode iterations at contexts 1, 2, 3
     assert c.cost_s(0, 3) == pytest.approx(3 * 2e-3 + 6e-6, rel=1e-12)
     # a different reference batch changes nothing for an affine model
-    assert BatchedCost(M, reference_tokens=4096).cost_s(1000, 11) == pytest.approx(0.140055)
+    assert BatchedCost(M, reference_tokens=4096).cost_s(1000, 11) == pytest.approx(0.13506)
     # vectorised, with repeated pairs
     got = c.costs_s(np.array([1000, 0, 1000]), np.array([11, 3, 11]))
-    assert got.tolist() == pytest.approx([0.140055, 0.006006, 0.140055], rel=1e-12)
+    assert got.tolist() == pytest.approx([0.13506, 0.006006, 0.13506], rel=1e-12)
     with pytest.raises(ValueError):
         BatchedCost(M, reference_tokens=0)
 
@@ -96,3 +97,14 @@ def test_gateway_pool_routes_by_batched_cost_and_admits_by_standalone() -> None:
     roof = RooflineModel.from_names("H100", "llama-3.1-8b")
     assert pool.cost_fn(100, 300) == roof.cost_s(100, 300)
     assert pool.route_cost_fn(100, 300) == BatchedCost(roof).cost_s(100, 300)
+
+
+def test_vectorised_prices_equal_scalar_prices_on_a_roofline() -> None:
+    c = BatchedCost(RooflineModel.from_names("H100", "llama-3.1-8b"))
+    rng = np.random.default_rng(3)
+    i = rng.integers(0, 8000, 500)
+    o = rng.integers(0, 600, 500)
+    i[:5] = 0
+    o[5:10] = 0
+    scalar = [BatchedCost(c.step_model).cost_s(int(a), int(b)) for a, b in zip(i, o, strict=True)]
+    assert c.costs_s(i, o).tolist() == pytest.approx(scalar, rel=1e-12)

@@ -18,29 +18,29 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 
-# --- command registration: one line per command -------------------------------------
-# (keep each registration on its own line so parallel additions do not conflict)
-from gpubalance.cli import loadtest as loadtest_cmd  # noqa: E402
-app.command("loadtest")(loadtest_cmd.loadtest)
-from gpubalance.cli import diagnose as diagnose_cmd  # noqa: E402
-app.command("diagnose")(diagnose_cmd.diagnose)
-from gpubalance.cli import serve as serve_cmd  # noqa: E402
-app.command("serve")(serve_cmd.serve)
-from gpubalance.cli import emulate as emulate_cmd  # noqa: E402
-app.command("emulate")(emulate_cmd.emulate)
-from gpubalance.cli import partition as partition_cmd  # noqa: E402
-app.command("partition")(partition_cmd.partition)
-from gpubalance.cli import catalog as catalog_cmd  # noqa: E402
-app.command("catalog")(catalog_cmd.catalog)
-from gpubalance.cli import plan as plan_cmd  # noqa: E402
-app.command("plan")(plan_cmd.plan)
+# --- command registration, in the order `--help` lists them ------------------------
 from gpubalance.cli import audit as audit_cmd  # noqa: E402
-app.command("audit")(audit_cmd.audit)
-from gpubalance.cli import collectives as collectives_cmd  # noqa: E402
-app.command("collectives")(collectives_cmd.collectives)
-from gpubalance.cli import minilm_server as minilm_server_cmd  # noqa: E402
-app.command("minilm-server")(minilm_server_cmd.minilm_server)
-from gpubalance.cli import monitor as monitor_cmd  # noqa: E402
-app.command("monitor")(monitor_cmd.monitor)
 from gpubalance.cli import calibrate as calibrate_cmd  # noqa: E402
+from gpubalance.cli import catalog as catalog_cmd  # noqa: E402
+from gpubalance.cli import collectives as collectives_cmd  # noqa: E402
+from gpubalance.cli import diagnose as diagnose_cmd  # noqa: E402
+from gpubalance.cli import emulate as emulate_cmd  # noqa: E402
+from gpubalance.cli import loadtest as loadtest_cmd  # noqa: E402
+from gpubalance.cli import minilm_server as minilm_server_cmd  # noqa: E402
+from gpubalance.cli import monitor as monitor_cmd  # noqa: E402
+from gpubalance.cli import partition as partition_cmd  # noqa: E402
+from gpubalance.cli import plan as plan_cmd  # noqa: E402
+from gpubalance.cli import serve as serve_cmd  # noqa: E402
+
+app.command("plan")(plan_cmd.plan)
+app.command("catalog")(catalog_cmd.catalog)
+app.command("partition")(partition_cmd.partition)
+app.command("serve")(serve_cmd.serve)
+app.command("emulate")(emulate_cmd.emulate)
+app.command("loadtest")(loadtest_cmd.loadtest)
 app.command("calibrate")(calibrate_cmd.calibrate)
+app.command("minilm-server")(minilm_server_cmd.minilm_server)
+app.command("diagnose")(diagnose_cmd.diagnose)
+app.command("audit")(audit_cmd.audit)
+app.command("collectives")(collectives_cmd.collectives)
+app.command("monitor")(monitor_cmd.monitor)

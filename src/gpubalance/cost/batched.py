@@ -11,10 +11,11 @@ than a 4,000-token prompt with 10, when on a loaded replica the prompt is the he
 that is already busy with ``reference_tokens`` prefill tokens per iteration (compute-bound,
 where routing matters): with ``f`` the step model's iteration time,
 
-* prefill: ``f(R + i, R² + i², 0, 0) - f(R, R², 0, 0)`` (its ``i`` tokens joining a busy
+* prefill: ``f(R + i, T(R) + T(i), 0, 0) - f(R, T(R), 0, 0)`` with ``T(n) = n(n+1)/2`` the
+  causal attention pairs of an ``n``-token prompt (its ``i`` tokens joining a busy
   iteration, attention pairs of separate sequences adding up),
 * decode: ``o - 1`` tokens (``o`` when there is no prompt), each
-  ``m(c) = f(R, R², 1, c) - f(R, R², 0, 0)`` at context ``c`` from ``i + 1`` to ``i + o - 1``,
+  ``m(c) = f(R, T(R), 1, c) - f(R, T(R), 0, 0)`` at context ``c`` from ``i + 1`` to ``i + o - 1``,
   summed by the trapezoid of the first and last (exact when ``m`` is affine in ``c``).
 
 The result is a :class:`~gpubalance.cost.base.CostModel`; least outstanding cost routing
@@ -24,6 +25,7 @@ and the simulator both route with it when they know the replica's step model.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -60,24 +62,32 @@ class BatchedCost:
         self.step_model = step_model
         self.reference_tokens = int(reference_tokens)
         r = self.reference_tokens
-        self._pairs = float(r) * r
+        self._pairs = r * (r + 1) / 2.0
         self._base = step_model.iteration_time_s(r, self._pairs, 0, 0)
+        # memo of the two one-argument terms: workloads repeat prompt lengths and contexts,
+        # and a planner prices the same workload in many simulations
+        self._prefill: dict[int, float] = {0: 0.0}
+        self._decode: dict[int, float] = {}
 
     def prefill_s(self, input_tokens: int) -> float:
         """Seconds ``input_tokens`` of prompt add to a busy iteration (0 for no prompt)."""
-        i = int(input_tokens)
-        if i <= 0:
-            return 0.0
-        r = self.reference_tokens
-        f = self.step_model.iteration_time_s
-        return max(f(r + i, self._pairs + float(i) * i, 0, 0) - self._base, 0.0)
+        i = max(int(input_tokens), 0)
+        v = self._prefill.get(i)
+        if v is None:
+            f = self.step_model.iteration_time_s
+            pairs = self._pairs + i * (i + 1) / 2.0
+            v = self._prefill[i] = max(f(self.reference_tokens + i, pairs, 0, 0) - self._base, 0.0)
+        return v
 
     def decode_token_s(self, context_tokens: int) -> float:
         """Seconds one decoding sequence with ``context_tokens`` in its KV cache adds to a
         busy iteration."""
-        f = self.step_model.iteration_time_s
         c = int(context_tokens)
-        return max(f(self.reference_tokens, self._pairs, 1, c) - self._base, 0.0)
+        v = self._decode.get(c)
+        if v is None:
+            f = self.step_model.iteration_time_s
+            v = self._decode[c] = max(f(self.reference_tokens, self._pairs, 1, c) - self._base, 0.0)
+        return v
 
     def cost_s(self, input_tokens: int, output_tokens: int) -> float:
         """Marginal seconds of one request of ``input_tokens`` prompt and ``output_tokens``
@@ -90,19 +100,26 @@ class BatchedCost:
             c += n * 0.5 * (self.decode_token_s(i + 1) + self.decode_token_s(i + n))
         return c
 
+    def _lookup(self, values: np.ndarray, term: Callable[[int], float]) -> np.ndarray:
+        """``term`` at each element of ``values``, evaluated once per distinct value."""
+        uniq, inverse = np.unique(values, return_inverse=True)
+        table = np.fromiter((term(v) for v in uniq.tolist()), dtype=np.float64, count=len(uniq))
+        return table[inverse]
+
     def costs_s(self, input_tokens: np.ndarray, output_tokens: np.ndarray) -> np.ndarray:
-        """:meth:`cost_s` for each pair (float64 seconds); repeated pairs are priced once."""
-        cache: dict[tuple[int, int], float] = {}
-        out = np.empty(len(input_tokens), dtype=np.float64)
-        pairs = zip(
-            np.asarray(input_tokens).tolist(), np.asarray(output_tokens).tolist(), strict=True
-        )
-        for k, key in enumerate(pairs):
-            v = cache.get(key)
-            if v is None:
-                v = cache[key] = self.cost_s(*key)
-            out[k] = v
-        return out
+        """:meth:`cost_s` for each pair (float64 seconds), each distinct prompt length and
+        context priced once."""
+        i = np.maximum(np.asarray(input_tokens, dtype=np.int64), 0)
+        o = np.maximum(np.asarray(output_tokens, dtype=np.int64), 0)
+        n = np.where(i > 0, np.maximum(o - 1, 0), o)
+        cost = self._lookup(i, self.prefill_s)
+        has = n > 0
+        if has.any():
+            ends = np.concatenate([i[has] + 1, i[has] + n[has]])
+            m = self._lookup(ends, self.decode_token_s)
+            k = int(has.sum())
+            cost[has] += n[has] * 0.5 * (m[:k] + m[k:])
+        return cost
 
     def __repr__(self) -> str:
         return f"BatchedCost({self.step_model!r}, reference_tokens={self.reference_tokens})"

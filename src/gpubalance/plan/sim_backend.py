@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpubalance.cost.batched import BatchedCost
 from gpubalance.cost.roofline import RooflineEfficiency, RooflineModel
 from gpubalance.hardware import GpuSpec, MemoryEstimate, ModelSpec
 from gpubalance.plan.backend import LatencySamples, ReplicaFit
@@ -100,6 +101,7 @@ class SimBackend:
     policy: str = "least_cost"
     seed: int = 0
     _rooflines: dict[tuple[str, int], RooflineModel] = field(default_factory=dict, repr=False)
+    _prices: dict[tuple[str, int], BatchedCost] = field(default_factory=dict, repr=False)
 
     def _spec(self, gpu: str) -> GpuSpec:
         for g in self.gpus:
@@ -129,6 +131,15 @@ class SimBackend:
             )
             self._rooflines[key] = rm
         return rm
+
+    def routing_price(self, gpu: str, tp: int) -> BatchedCost:
+        """The fleet's routing price for (``gpu``, ``tp``) replicas, the simulator's default
+        (marginal cost on a busy replica), kept so its memo serves every simulation."""
+        key = (gpu, tp)
+        price = self._prices.get(key)
+        if price is None:
+            price = self._prices[key] = BatchedCost(self.roofline(gpu, tp))
+        return price
 
     # ---- PlanBackend -------------------------------------------------------------------
 
@@ -201,6 +212,7 @@ class SimBackend:
             policy=self.policy,
             seed=self.seed,
             rate_scale=rate_rps / self.base_rate_rps,
+            cost_model=self.routing_price(gpu, tp),
             early_stop=early,
             max_samples=samples,
         )
