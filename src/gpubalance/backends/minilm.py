@@ -28,7 +28,6 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,14 +35,11 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from gpubalance.asgi import Receive, Scope, Send, run_lifespan
+
 __all__ = ["MiniLMApp", "MiniLMConfig", "MiniLMEncoder", "main", "minilm_available"]
 
 MODEL_ID = "all-MiniLM-L6-v2"
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 
 def minilm_available() -> bool:
@@ -212,19 +208,8 @@ class MiniLMApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                msg = await receive()
-                if msg["type"] == "lifespan.startup":
-                    try:
-                        await self.startup()
-                    except Exception as exc:
-                        await send({"type": "lifespan.startup.failed", "message": str(exc)})
-                        return
-                    await send({"type": "lifespan.startup.complete"})
-                elif msg["type"] == "lifespan.shutdown":
-                    await self.shutdown()
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            await run_lifespan(receive, send, self.startup, self.shutdown)
+            return
         if scope["type"] != "http":
             return
         path, method = scope["path"].rstrip("/"), scope["method"]

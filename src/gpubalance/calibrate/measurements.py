@@ -32,7 +32,12 @@ import orjson
 
 from gpubalance.errors import UserInputError
 
-__all__ = ["Measurements", "isolated_mask", "load_measurements"]
+__all__ = [
+    "Measurements",
+    "isolated_mask",
+    "load_measurements",
+    "select_isolated",
+]
 
 _LATENCY_KEYS = ("latency_s", "e2e_s", "duration_s")
 
@@ -96,6 +101,21 @@ def isolated_mask(m: Measurements) -> np.ndarray:
         next_start = np.concatenate([s[1:], [math.inf]])
         out[order] = (prev_end <= s) & (e <= next_start)
     return out
+
+
+def select_isolated(
+    m: Measurements, min_isolated: int, *, otherwise: str
+) -> tuple[Measurements, list[str]]:
+    """The requests that ran alone (:func:`isolated_mask`) when there are at least
+    ``min_isolated`` of them, else all of ``m``; with a note saying which, where
+    ``otherwise`` tells what fitting on all requests does to the result."""
+    mask = isolated_mask(m)
+    n = int(mask.sum())
+    if n >= min_isolated:
+        return m.select(mask), [f"fitted on {n} requests that ran alone (no overlap)"]
+    return m, [
+        f"only {n} requests ran alone (< {min_isolated}); fitted on all {len(m)}: {otherwise}"
+    ]
 
 
 def _num(raw: Any, *, file: Path, line: int | None, field: str, integer: bool) -> float:

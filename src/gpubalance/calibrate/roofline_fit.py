@@ -20,7 +20,7 @@ import math
 import numpy as np
 from scipy.optimize import least_squares
 
-from gpubalance.calibrate.measurements import Measurements, isolated_mask
+from gpubalance.calibrate.measurements import Measurements, select_isolated
 from gpubalance.calibrate.result import Calibration, fit_quality
 from gpubalance.cost.roofline import RooflineEfficiency, RooflineModel
 from gpubalance.errors import UserInputError
@@ -44,18 +44,14 @@ def fit_roofline(
     """Fit :class:`RooflineEfficiency` for ``model`` on ``tp`` x ``gpu`` (catalog names)."""
     gpu_spec = load_gpu_catalog(None).get(gpu)
     model_spec = resolve_model(model, None)
-    notes = []
-    sel = m
+    sel: Measurements = m
+    notes: list[str] = []
     if isolated_only:
-        mask = isolated_mask(m)
-        if int(mask.sum()) >= min_isolated:
-            sel = m.select(mask)
-            notes.append(f"fitted on {len(sel)} requests that ran alone (no overlap)")
-        else:
-            notes.append(
-                f"only {int(mask.sum())} requests ran alone (< {min_isolated}); fitted on all "
-                f"{len(m)}: queueing is counted as slowness, so efficiencies come out low"
-            )
+        sel, notes = select_isolated(
+            m,
+            min_isolated,
+            otherwise="queueing is counted as slowness, so efficiencies come out low",
+        )
     if len(sel) < 3:
         raise UserInputError(f"need at least 3 successful requests to fit, got {len(sel)}")
     base = start or RooflineEfficiency()

@@ -8,7 +8,7 @@ runs, or logs without send times) all requests are used and a note says so.
 
 from __future__ import annotations
 
-from gpubalance.calibrate.measurements import Measurements, isolated_mask
+from gpubalance.calibrate.measurements import Measurements, select_isolated
 from gpubalance.calibrate.result import Calibration
 from gpubalance.cost.token import fit_token_cost_model
 from gpubalance.errors import UserInputError
@@ -25,18 +25,14 @@ def fit_token(
     relative: bool = True,
 ) -> Calibration:
     """Fit a TokenCostModel to end-to-end latencies (seconds) by NNLS."""
-    notes = []
-    sel = m
+    sel: Measurements = m
+    notes: list[str] = []
     if isolated_only:
-        mask = isolated_mask(m)
-        if int(mask.sum()) >= min_isolated:
-            sel = m.select(mask)
-            notes.append(f"fitted on {len(sel)} requests that ran alone (no overlap)")
-        else:
-            notes.append(
-                f"only {int(mask.sum())} requests ran alone (< {min_isolated}); fitted on all "
-                f"{len(m)}: queueing delay is counted as cost, so the model is pessimistic"
-            )
+        sel, notes = select_isolated(
+            m,
+            min_isolated,
+            otherwise="queueing delay is counted as cost, so the model is pessimistic",
+        )
     if len(sel) < 2:
         raise UserInputError(f"need at least 2 successful requests to fit, got {len(sel)}")
     model, report = fit_token_cost_model(

@@ -23,10 +23,10 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from gpubalance.asgi import Receive, Scope, Send, run_lifespan
 from gpubalance.emulate.engine import EmulatedRequest, Engine
 from gpubalance.gateway.responses import send_bytes, send_error
 from gpubalance.gateway.tokens import TokenEstimator
-from gpubalance.gateway.types import Receive, Scope, Send
 from gpubalance.sim.replica import RequestTooLarge
 
 __all__ = ["EmulatorApp"]
@@ -112,15 +112,8 @@ class EmulatorApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                msg = await receive()
-                if msg["type"] == "lifespan.startup":
-                    await self.engine.start()
-                    await send({"type": "lifespan.startup.complete"})
-                elif msg["type"] == "lifespan.shutdown":
-                    await self.engine.stop()
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            await run_lifespan(receive, send, self.engine.start, self.engine.stop)
+            return
         if scope["type"] != "http":
             return
         path = scope["path"]

@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from gpubalance.asgi import Receive, Scope, Send, run_lifespan
 from gpubalance.gateway.accesslog import AccessLog
 from gpubalance.gateway.batcher import EmbeddingBatcher, batch_inputs
 from gpubalance.gateway.cache import (
@@ -41,7 +42,6 @@ from gpubalance.gateway.responses import send_bytes, send_error
 from gpubalance.gateway.runtime import Backend, Runtime, build_runtime
 from gpubalance.gateway.scrape import parse_vllm_metrics
 from gpubalance.gateway.tokens import TokenEstimator
-from gpubalance.gateway.types import Receive, Scope, Send
 from gpubalance.gateway.upstream import CallResult, Upstream, open_fast_pool, open_session
 
 __all__ = ["GatewayApp"]
@@ -347,19 +347,7 @@ class GatewayApp:
             await self._lifespan(receive, send)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            msg = await receive()
-            if msg["type"] == "lifespan.startup":
-                try:
-                    await self.startup()
-                except Exception as exc:
-                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
-                    return
-                await send({"type": "lifespan.startup.complete"})
-            elif msg["type"] == "lifespan.shutdown":
-                await self.shutdown()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        await run_lifespan(receive, send, self.startup, self.shutdown)
 
     def _tenant(self, rt: Runtime, auth: bytes | None) -> tuple[str | None, str | None]:
         """(tenant, error message); with no keys configured everyone is tenant None."""

@@ -1,14 +1,7 @@
-"""ASGI type aliases shared by the gateway and the emulator (as in starlette.types)."""
+"""ASGI type aliases used by the gateway and the emulator (see :mod:`gpubalance.asgi`)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from gpubalance.asgi import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["ASGIApp", "Message", "Receive", "Scope", "Send"]
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]

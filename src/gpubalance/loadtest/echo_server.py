@@ -24,17 +24,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import orjson
 
+from gpubalance.asgi import Receive, Scope, Send, run_lifespan
+
 __all__ = ["EchoApp", "main"]
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 _JSON = [(b"content-type", b"application/json")]
 _SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
@@ -108,13 +105,8 @@ class EchoApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                msg = await receive()
-                if msg["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif msg["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            await run_lifespan(receive, send)
+            return
         if scope["type"] != "http":
             return
         parsed = _parse_path(scope["path"])
