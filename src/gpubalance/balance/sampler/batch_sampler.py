@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from functools import cached_property
-from typing import Any
 
 import numpy as np
 
@@ -25,12 +24,13 @@ from gpubalance.balance.batching.constraint import BatchConstraint
 from gpubalance.balance.batching.pack import equalize_batch_count, pack_micro_batches
 from gpubalance.balance.partition.base import check_costs
 from gpubalance.balance.sampler.distributed_sampler import resolve_world
+from gpubalance.balance.sampler.resume import ResumableSampler
 from gpubalance.errors import UserInputError
 
 __all__ = ["CostBalancedBatchSampler"]
 
 
-class CostBalancedBatchSampler:
+class CostBalancedBatchSampler(ResumableSampler):
     """Yields lists of item indices (micro-batches) for this rank.
 
     Args:
@@ -110,24 +110,3 @@ class CostBalancedBatchSampler:
             lane = int((self.rank + rotation[s]) % k)
             self._yielded += 1
             yield batches[int(order[s]) * k + lane].tolist()
-
-    def state_dict(self) -> dict[str, Any]:
-        """Epoch and number of micro-batches yielded so far in it."""
-        return {
-            "epoch": self.epoch,
-            "seed": self.seed,
-            "num_replicas": self.num_replicas,
-            "yielded": self._yielded,
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue the saved epoch after the last micro-batch yielded before saving."""
-        for key in ("seed", "num_replicas"):
-            if int(state[key]) != getattr(self, key):
-                raise UserInputError(
-                    f"state was saved with {key}={state[key]}, sampler has {getattr(self, key)}",
-                    field=key,
-                )
-        self.epoch = int(state["epoch"])
-        self._resume_at = int(state["yielded"])
-        self._yielded = self._resume_at

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sized
-from typing import Any
 
 import numpy as np
 
 from gpubalance.balance.partition.base import check_costs
 from gpubalance.balance.sampler.plan import EpochPlan, SortedItems
+from gpubalance.balance.sampler.resume import ResumableSampler
 from gpubalance.errors import UserInputError
 
 __all__ = ["CostBalancedDistributedSampler", "resolve_world"]
@@ -44,7 +44,7 @@ def resolve_world(num_replicas: int | None, rank: int | None) -> tuple[int, int]
     return int(num_replicas), int(rank)
 
 
-class CostBalancedDistributedSampler:
+class CostBalancedDistributedSampler(ResumableSampler):
     """Per-rank item indices, cost-balanced per step (see the module docstring).
 
     Args:
@@ -126,29 +126,3 @@ class CostBalancedDistributedSampler:
             for i in items.tolist():
                 self._yielded += 1
                 yield i
-
-    def state_dict(self) -> dict[str, Any]:
-        """Where the current epoch stands: resume with :meth:`load_state_dict`.
-
-        ``yielded`` counts indices this iterator has handed out; with DataLoader workers
-        prefetching, pass the number actually consumed instead when you resume.
-        """
-        return {
-            "epoch": self.epoch,
-            "seed": self.seed,
-            "num_replicas": self.num_replicas,
-            "rank": self.rank,
-            "yielded": self._yielded,
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue the saved epoch right after the last index yielded before saving."""
-        for key in ("seed", "num_replicas"):
-            if int(state[key]) != getattr(self, key):
-                raise UserInputError(
-                    f"state was saved with {key}={state[key]}, sampler has {getattr(self, key)}",
-                    field=key,
-                )
-        self.epoch = int(state["epoch"])
-        self._resume_at = int(state["yielded"])
-        self._yielded = self._resume_at
