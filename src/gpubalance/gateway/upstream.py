@@ -116,6 +116,19 @@ class Upstream:
         self.metrics.error(kind)
         b.record_failure(self.threshold, self.eject_s)
 
+    def _connect_failed(self, b: Backend) -> CallResult:
+        """Count a connection failure on ``b``; the 502 answered if no retry succeeds."""
+        self._fail(b, "connect")
+        return CallResult(502, b"", backend=b.name, error="connect")
+
+    def _timed_out(self, b: Backend) -> CallResult:
+        """Count a timeout on ``b``; the 504 answered (a timed-out request is not retried)."""
+        self._fail(b, "timeout")
+        msg = f"backend {b.name} did not answer within the request timeout"
+        return CallResult(
+            504, error_body(msg, "timeout_error", "timeout"), backend=b.name, error="timeout"
+        )
+
     async def _send_once(
         self, b: Backend, path: str, body: bytes, timeout_s: float | None
     ) -> tuple[int, bytes, bytes]:
@@ -158,17 +171,9 @@ class Upstream:
             try:
                 status, ctype, data = await self._send_once(b, path, body, timeout_s)
             except UpstreamConnectError:
-                self._fail(b, "connect")
-                last = CallResult(502, b"", backend=b.name, error="connect")
+                last = self._connect_failed(b)
             except TimeoutError:
-                self._fail(b, "timeout")
-                msg = f"backend {b.name} did not answer within the request timeout"
-                return CallResult(
-                    504,
-                    error_body(msg, "timeout_error", "timeout"),
-                    backend=b.name,
-                    error="timeout",
-                )
+                return self._timed_out(b)
             else:
                 if status < 500:
                     b.record_success()
@@ -246,20 +251,11 @@ class Upstream:
                     b.record_success()
                     return await self._pipe(resp, b, send, t0, receive)
             except aiohttp.ConnectionTimeoutError:
-                self._fail(b, "connect")
-                last = CallResult(502, b"", backend=b.name, error="connect")
+                last = self._connect_failed(b)
             except TimeoutError:
-                self._fail(b, "timeout")
-                msg = f"backend {b.name} did not answer within the request timeout"
-                return CallResult(
-                    504,
-                    error_body(msg, "timeout_error", "timeout"),
-                    backend=b.name,
-                    error="timeout",
-                )
+                return self._timed_out(b)
             except (aiohttp.ClientError, OSError):
-                self._fail(b, "connect")
-                last = CallResult(502, b"", backend=b.name, error="connect")
+                last = self._connect_failed(b)
             finally:
                 st.finish(cost_s)
                 if resp is not None:
