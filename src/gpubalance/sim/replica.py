@@ -160,6 +160,28 @@ class StepResult:
     preempted: list[SeqState] = field(default_factory=list)
 
 
+def _prompt_done(
+    s: SeqState,
+    first: list[SeqState],
+    tokens: list[SeqState] | None,
+    finishers: list[SeqState],
+) -> None:
+    """The iteration that completes ``s``'s prompt emits its next token (none when it
+    generates nothing): record it as a first token (or one more, after a preemption) and
+    as finished when that was its last."""
+    if s.output_tokens == 0:
+        finishers.append(s)
+        return
+    g = s.generated + 1
+    s.generated = g
+    if g == 1:
+        first.append(s)
+    elif tokens is not None:
+        tokens.append(s)
+    if g >= s.output_tokens:
+        finishers.append(s)
+
+
 class Replica:
     """Continuous-batching replica with paged KV cache (see module docstring).
 
@@ -315,19 +337,9 @@ class Replica:
                 pairs += chunk * c + ((chunk * (chunk + 1)) >> 1)  # causal: prior + triangle
                 c += chunk
                 s.computed = c
-                if c == p:  # prompt complete: emits a token (none if output_tokens == 0)
+                if c == p:
                     self._n_prefilling -= 1
-                    if s.output_tokens == 0:
-                        finishers.append(s)
-                        continue
-                    g = s.generated + 1
-                    s.generated = g
-                    if g == 1:
-                        first.append(s)
-                    elif tokens is not None:
-                        tokens.append(s)
-                    if g >= s.output_tokens:
-                        finishers.append(s)
+                    _prompt_done(s, first, tokens, finishers)
                 continue
             c += 1  # decode: reads c + 1 context tokens, stores one more
             if c > s.blocks * bs:
@@ -383,17 +395,7 @@ class Replica:
                 if chunk < p:
                     self._n_prefilling += 1
                     continue
-                if s.output_tokens == 0:
-                    finishers.append(s)
-                    continue
-                g = s.generated + 1
-                s.generated = g
-                if g == 1:
-                    first.append(s)
-                elif tokens is not None:
-                    tokens.append(s)
-                if g >= s.output_tokens:
-                    finishers.append(s)
+                _prompt_done(s, first, tokens, finishers)
             self.free_blocks = free
         if not prefill_tokens and not dseqs:
             if self.running or self.waiting:
